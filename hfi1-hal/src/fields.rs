@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! Typed register and header words (SPEC §3).
+//!
+//! Every type is a transparent wrapper over the raw word. Constructors that
+//! take field values check them and return [`FieldError`] instead of
+//! silently truncating; `from_raw` accepts any word (every bit pattern is a
+//! value the hardware or the wire can produce) and the accessors mask.
+
+use crate::consts::{GENERATION_RESERVED, KDETH_SEQ_SHIFT, NUM_TID_FLOWS, PSN_MASK};
+use crate::psn::{FlowPsn, Generation};
+
+/// A field value did not fit its bit width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{field} = {value:#x} does not fit in {bits} bits")]
+pub struct FieldError {
+    /// Name of the field.
+    pub field: &'static str,
+    /// The rejected value.
+    pub value: u64,
+    /// Width of the field in bits.
+    pub bits: u32,
+}
+
+/// Checks that `value` fits in `bits` bits.
+const fn fit(field: &'static str, value: u64, bits: u32) -> Result<u64, FieldError> {
+    if value >> bits == 0 {
+        Ok(value)
+    } else {
+        Err(FieldError { field, value, bits })
+    }
+}
+
+/// Extracts `bits` bits at `shift` from a 32-bit word.
+const fn get32(w: u32, shift: u32, bits: u32) -> u32 {
+    (w >> shift) & ((1u32 << bits) - 1)
+}
+
+/// Which half (or both) of an RcvArray entry pair a TID entry addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum TidCtrl {
+    /// CTRL 1: only the even entry of the pair.
+    Even = 1,
+    /// CTRL 2: only the odd entry of the pair.
+    Odd = 2,
+    /// CTRL 3: both entries; LEN covers the pages of both.
+    Pair = 3,
+}
+
+impl TidCtrl {
+    /// The two-bit wire value.
+    pub const fn bits(self) -> u32 {
+        self as u32
+    }
+
+    /// Decodes the two-bit field; 0 is not a valid CTRL.
+    pub const fn from_bits(bits: u32) -> Option<Self> {
+        match bits & 3 {
+            1 => Some(Self::Even),
+            2 => Some(Self::Odd),
+            3 => Some(Self::Pair),
+            _ => None,
+        }
+    }
+}
+
+/// A TID entry: the 32-bit word a requester sends to name one RcvArray entry
+/// or an entry pair.
+///
+/// Layout: LEN bits 0..=10 (pages), CTRL bits 20..=21, IDX bits 22..=31
+/// (pair index relative to the context's expected base).
+/// Kernel: `EXP_TID_SET(IDX, ...) | EXP_TID_SET(CTRL, ...) | EXP_TID_SET(LEN, ...)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(transparent)]
+pub struct TidEntry(u32);
+
+impl TidEntry {
+    const LEN_SHIFT: u32 = 0;
+    const LEN_BITS: u32 = 11;
+    const CTRL_SHIFT: u32 = 20;
+    const CTRL_BITS: u32 = 2;
+    const IDX_SHIFT: u32 = 22;
+    const IDX_BITS: u32 = 10;
+
+    /// Builds an entry; fails if `idx` needs more than 10 bits or `len` more
+    /// than 11.
+    pub const fn new(idx: u32, ctrl: TidCtrl, len: u32) -> Result<Self, FieldError> {
+        let idx = match fit("tid.idx", idx as u64, Self::IDX_BITS) {
+            Ok(v) => v as u32,
+            Err(e) => return Err(e),
+        };
+        let len = match fit("tid.len", len as u64, Self::LEN_BITS) {
+            Ok(v) => v as u32,
+            Err(e) => return Err(e),
+        };
+        Ok(Self(
+            idx << Self::IDX_SHIFT | ctrl.bits() << Self::CTRL_SHIFT | len << Self::LEN_SHIFT,
+        ))
+    }
+
+    /// Wraps a raw word as received from the wire.
+    pub const fn from_raw(raw: u32) -> Self {
+        Self(raw)
+    }
+
+    /// The raw word.
+    pub const fn raw(self) -> u32 {
+        self.0
+    }
+
+    /// LEN: pages covered (both entries' pages for a pair).
+    pub const fn len(self) -> u32 {
+        get32(self.0, Self::LEN_SHIFT, Self::LEN_BITS)
+    }
+
+    /// True when LEN is zero (a malformed entry; the responder rejects it).
+    pub const fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    /// The raw two-bit CTRL field (0 is malformed).
+    pub const fn ctrl_bits(self) -> u32 {
+        get32(self.0, Self::CTRL_SHIFT, Self::CTRL_BITS)
+    }
+
+    /// CTRL decoded; `None` for the malformed value 0.
+    pub const fn ctrl(self) -> Option<TidCtrl> {
+        TidCtrl::from_bits(self.ctrl_bits())
+    }
+
+    /// IDX: the pair index relative to the context's expected base.
+    pub const fn idx(self) -> u32 {
+        get32(self.0, Self::IDX_SHIFT, Self::IDX_BITS)
+    }
+}
+
+/// Index of one of the 32 hardware flows of a receive context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(transparent)]
+pub struct FlowIndex(u8);
+
+impl FlowIndex {
+    /// Checked constructor: `None` for 32 and above.
+    pub const fn new(index: u32) -> Option<Self> {
+        if (index as usize) < NUM_TID_FLOWS {
+            Some(Self(index as u8))
+        } else {
+            None
+        }
+    }
+
+    /// The index as a number 0..32.
+    pub const fn get(self) -> u8 {
+        self.0
+    }
+
+    /// The index for array access.
+    pub const fn as_usize(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// One flow-table register (`RCV_TID_FLOW_TABLE + 8 * flow`).
+///
+/// Bits 0..=10 next sequence, 11..=30 generation, 32 FLOW_VALID,
+/// 33 HDR_SUPP_EN, 34 KEEP_AFTER_SEQ_ERR, 35 KEEP_ON_GEN_ERR,
+/// 37 SEQ_MISMATCH, 38 GEN_MISMATCH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(transparent)]
+pub struct FlowTableReg(u64);
+
+impl FlowTableReg {
+    /// FLOW_VALID.
+    pub const FLOW_VALID: u64 = 1 << 32;
+    /// HDR_SUPP_EN: header suppression for in-sequence packets.
+    pub const HDR_SUPP_EN: u64 = 1 << 33;
+    /// KEEP_AFTER_SEQ_ERR.
+    pub const KEEP_AFTER_SEQ_ERR: u64 = 1 << 34;
+    /// KEEP_ON_GEN_ERR.
+    pub const KEEP_ON_GEN_ERR: u64 = 1 << 35;
+    /// STATUS_SEQ_MISMATCH.
+    pub const SEQ_MISMATCH: u64 = 1 << 37;
+    /// STATUS_GEN_MISMATCH.
+    pub const GEN_MISMATCH: u64 = 1 << 38;
+
+    /// The value software writes to arm a flow with `generation` (sequence
+    /// 0). Header suppression is on unless the generation is the reserved
+    /// one, which is how a flow is disabled.
+    /// Kernel: `kern_set_hw_flow()`.
+    pub const fn for_generation(generation: Generation) -> Self {
+        let g = generation.get();
+        let mut v = (g as u64) << KDETH_SEQ_SHIFT
+            | Self::FLOW_VALID
+            | Self::KEEP_AFTER_SEQ_ERR
+            | Self::KEEP_ON_GEN_ERR
+            | Self::SEQ_MISMATCH
+            | Self::GEN_MISMATCH;
+        if g != GENERATION_RESERVED {
+            v |= Self::HDR_SUPP_EN;
+        }
+        Self(v)
+    }
+
+    /// Wraps a raw register value.
+    pub const fn from_raw(raw: u64) -> Self {
+        Self(raw)
+    }
+
+    /// The raw register value.
+    pub const fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// The chip's next expected flow PSN (`reg & 0x7FFF_FFFF`).
+    pub const fn next_psn(self) -> FlowPsn {
+        FlowPsn::from_raw((self.0 as u32) & PSN_MASK)
+    }
+
+    /// Replaces the 31-bit next-PSN part (what the chip does as it advances).
+    pub const fn with_next_psn(self, psn: FlowPsn) -> Self {
+        Self((self.0 & !(PSN_MASK as u64)) | psn.raw() as u64)
+    }
+
+    /// True if `bit` (one of the associated constants) is set.
+    pub const fn has(self, bit: u64) -> bool {
+        self.0 & bit != 0
+    }
+
+    /// Sets or clears `bit`.
+    pub const fn with(self, bit: u64, on: bool) -> Self {
+        if on {
+            Self(self.0 | bit)
+        } else {
+            Self(self.0 & !bit)
+        }
+    }
+}
+
+/// KDETH word 0 (host order; the wire holds it little-endian).
+///
+/// OFFSET 0..=14, OM 15, TID 16..=25, TIDCTRL 26..=27, INTR 28, SH 29,
+/// KVER 30..=31.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(transparent)]
+pub struct Kdeth0(u32);
+
+/// The field values of a [`Kdeth0`], for building one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Kdeth0Fields {
+    /// Offset inside the TID buffer, in units of 64 (OM) or 4 bytes.
+    pub offset: u32,
+    /// Offset mode: true = 64-byte units.
+    pub om: bool,
+    /// TID: the pair index (IDX of the TID entry).
+    pub tid: u32,
+    /// TIDCTRL (CTRL of the TID entry).
+    pub tidctrl: u32,
+    /// Interrupt on receipt.
+    pub intr: bool,
+    /// Header suppression requested.
+    pub sh: bool,
+}
+
+impl Kdeth0 {
+    const OFFSET_BITS: u32 = 15;
+    const OM: u32 = 1 << 15;
+    const TID_SHIFT: u32 = 16;
+    const TID_BITS: u32 = 10;
+    const TIDCTRL_SHIFT: u32 = 26;
+    const INTR: u32 = 1 << 28;
+    const SH: u32 = 1 << 29;
+    const KVER_SHIFT: u32 = 30;
+    /// The only KDETH version (KVER = 1).
+    pub const KVER: u32 = 1;
+
+    /// Builds word 0 with KVER = 1; fails if a field is too wide.
+    pub const fn new(f: Kdeth0Fields) -> Result<Self, FieldError> {
+        if let Err(e) = fit("kdeth.offset", f.offset as u64, Self::OFFSET_BITS) {
+            return Err(e);
+        }
+        if let Err(e) = fit("kdeth.tid", f.tid as u64, Self::TID_BITS) {
+            return Err(e);
+        }
+        if let Err(e) = fit("kdeth.tidctrl", f.tidctrl as u64, 2) {
+            return Err(e);
+        }
+        let mut w = f.offset | f.tid << Self::TID_SHIFT | f.tidctrl << Self::TIDCTRL_SHIFT;
+        w |= Self::KVER << Self::KVER_SHIFT;
+        if f.om {
+            w |= Self::OM;
+        }
+        if f.intr {
+            w |= Self::INTR;
+        }
+        if f.sh {
+            w |= Self::SH;
+        }
+        Ok(Self(w))
+    }
+
+    /// Wraps a raw (host-order) word.
+    pub const fn from_raw(raw: u32) -> Self {
+        Self(raw)
+    }
+
+    /// The raw (host-order) word.
+    pub const fn raw(self) -> u32 {
+        self.0
+    }
+
+    /// OFFSET in units given by [`Self::om`].
+    pub const fn offset(self) -> u32 {
+        get32(self.0, 0, Self::OFFSET_BITS)
+    }
+
+    /// OM: true when OFFSET counts 64-byte units, false for 4-byte units.
+    pub const fn om(self) -> bool {
+        self.0 & Self::OM != 0
+    }
+
+    /// The byte offset OFFSET × (64 or 4).
+    pub const fn byte_offset(self) -> u32 {
+        self.offset() * if self.om() { 64 } else { 4 }
+    }
+
+    /// TID: the RcvArray pair index.
+    pub const fn tid(self) -> u32 {
+        get32(self.0, Self::TID_SHIFT, Self::TID_BITS)
+    }
+
+    /// TIDCTRL.
+    pub const fn tidctrl(self) -> u32 {
+        get32(self.0, Self::TIDCTRL_SHIFT, 2)
+    }
+
+    /// INTR.
+    pub const fn intr(self) -> bool {
+        self.0 & Self::INTR != 0
+    }
+
+    /// SH: header suppression requested for this packet.
+    pub const fn sh(self) -> bool {
+        self.0 & Self::SH != 0
+    }
+
+    /// KVER (1 on every valid packet).
+    pub const fn kver(self) -> u32 {
+        self.0 >> Self::KVER_SHIFT
+    }
+}
+
+/// KDETH word 1 (host order): JKEY 0..=7, HCRC upper 16..=23, lower 24..=31.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(transparent)]
+pub struct Kdeth1(u32);
+
+impl Kdeth1 {
+    /// Word 1 carrying only a J_KEY (the low eight bits of `jkey`, as the
+    /// driver's `KDETH_SET` masks it).
+    pub const fn with_jkey(jkey: u16) -> Self {
+        Self((jkey & 0xFF) as u32)
+    }
+
+    /// Wraps a raw (host-order) word.
+    pub const fn from_raw(raw: u32) -> Self {
+        Self(raw)
+    }
+
+    /// The raw (host-order) word.
+    pub const fn raw(self) -> u32 {
+        self.0
+    }
+
+    /// JKEY.
+    pub const fn jkey(self) -> u8 {
+        self.0 as u8
+    }
+
+    /// HCRC upper byte.
+    pub const fn hcrc_upper(self) -> u8 {
+        (self.0 >> 16) as u8
+    }
+
+    /// HCRC lower byte.
+    pub const fn hcrc_lower(self) -> u8 {
+        (self.0 >> 24) as u8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tid_entry_layout() {
+        let e = TidEntry::new(0x3FF, TidCtrl::Pair, 64).unwrap();
+        assert_eq!(e.raw(), 0x3FF << 22 | 3 << 20 | 64);
+        assert_eq!(
+            (e.idx(), e.ctrl(), e.len()),
+            (0x3FF, Some(TidCtrl::Pair), 64)
+        );
+        assert!(TidEntry::new(0x400, TidCtrl::Even, 1).is_err());
+        assert!(TidEntry::new(0, TidCtrl::Even, 0x800).is_err());
+        assert_eq!(TidEntry::from_raw(0).ctrl(), None);
+    }
+
+    #[test]
+    fn flow_reg_matches_vector_readme() {
+        // flows.jsonl README: every clear writes 0x6D7FFFF800.
+        let r = FlowTableReg::for_generation(Generation::RESERVED);
+        assert_eq!(r.raw(), 0x6D_7FFF_F800);
+        let g = Generation::new(5).unwrap();
+        assert_eq!(
+            FlowTableReg::for_generation(g).raw(),
+            (5 << 11) | 0x6D_0000_0000 | 0x2_0000_0000
+        );
+        assert_eq!(FlowTableReg::for_generation(g).next_psn().raw(), 5 << 11);
+    }
+
+    #[test]
+    fn kdeth0_layout() {
+        let k = Kdeth0::new(Kdeth0Fields {
+            offset: 0x7FFF,
+            om: true,
+            tid: 0x3FF,
+            tidctrl: 3,
+            intr: true,
+            sh: true,
+        })
+        .unwrap();
+        assert_eq!(k.raw(), 0x7FFF_FFFF, "KVER is 1: bit 31 stays clear");
+        assert_eq!(k.kver(), 1);
+        assert_eq!(k.byte_offset(), 0x7FFF * 64);
+        assert!(
+            Kdeth0::new(Kdeth0Fields {
+                offset: 0x8000,
+                ..Default::default()
+            })
+            .is_err()
+        );
+        assert_eq!(Kdeth1::with_jkey(0x1FF).raw(), 0xFF);
+    }
+}

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! Hardware abstraction for the hfi1 TID RDMA engine.
+//!
+//! This crate is the floor every other crate of the workspace stands on:
+//!
+//! - [`consts`]: the numbers of the driver (page size, group size, flows per
+//!   context, KDETH sequence width, opcodes, QP flags), with compile-time
+//!   checks where the C driver uses `BUILD_BUG_ON`;
+//! - [`fields`]: typed register and header words ([`TidEntry`],
+//!   [`FlowTableReg`], [`Kdeth0`], [`Kdeth1`]) with checked constructors;
+//! - [`psn`]: 31-bit IB PSN arithmetic ([`Psn`]) and the flow PSN
+//!   ([`FlowPsn`], [`Generation`]);
+//! - [`platform`]: the traits the engine drives the chip through (the
+//!   RcvArray and the flow table);
+//! - `sim` (feature `sim`): a software chip that implements the platform
+//!   traits, keeps the register state and records every call in order.
+//!
+//! The crate is `no_std`; the `sim` feature needs `alloc` only.
+#![cfg_attr(not(test), no_std)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+#[cfg(feature = "sim")]
+extern crate alloc;
+
+pub mod consts;
+pub mod fields;
+pub mod platform;
+pub mod psn;
+#[cfg(feature = "sim")]
+pub mod sim;
+
+pub use fields::{FieldError, FlowIndex, FlowTableReg, Kdeth0, Kdeth1, TidCtrl, TidEntry};
+pub use platform::{FlowTable, RcvArray, RcvType};
+pub use psn::{FlowPsn, Generation, Psn};

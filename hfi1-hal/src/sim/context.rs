@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! One receive context of the software chip: its RcvArray share and its
+//! flow table, with a log of every call.
+
+use alloc::vec::Vec;
+
+use crate::consts::NUM_TID_FLOWS;
+use crate::fields::{FlowIndex, FlowTableReg};
+use crate::platform::{FlowTable, RcvArray, RcvType};
+
+/// One platform call, as recorded by [`SimContext`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimCall {
+    /// `put_tid(rcventry, ty, pa, order)`.
+    PutTid {
+        /// Absolute RcvArray index.
+        rcventry: u32,
+        /// Entry type.
+        ty: RcvType,
+        /// DMA address.
+        pa: u64,
+        /// Order (`log2(pages) + 1`, 0 for INVALID).
+        order: u8,
+    },
+    /// `wc_fill(rcventry)`.
+    WcFill {
+        /// Absolute RcvArray index.
+        rcventry: u32,
+    },
+    /// `write_flow(flow, value)`.
+    WriteFlow {
+        /// Flow index.
+        flow: FlowIndex,
+        /// Register value written.
+        value: FlowTableReg,
+    },
+}
+
+/// The state of one RcvArray entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimRcvEntry {
+    /// Entry type.
+    pub ty: RcvType,
+    /// DMA address of the buffer.
+    pub pa: u64,
+    /// Order: the buffer is `4 KiB << (order - 1)` bytes.
+    pub order: u8,
+}
+
+impl SimRcvEntry {
+    /// An unprogrammed entry.
+    pub const INVALID: Self = Self {
+        ty: RcvType::Invalid,
+        pa: 0,
+        order: 0,
+    };
+
+    /// Bytes the entry maps (0 unless EXPECTED with a non-zero order).
+    pub const fn bytes(&self) -> u64 {
+        match self.ty {
+            RcvType::Expected if self.order > 0 && self.order < 40 => 4096u64 << (self.order - 1),
+            _ => 0,
+        }
+    }
+}
+
+/// One receive context of the software chip.
+#[derive(Debug, Clone)]
+pub struct SimContext {
+    expected_base: u32,
+    entries: Vec<SimRcvEntry>,
+    flows: [FlowTableReg; NUM_TID_FLOWS],
+    log: Vec<SimCall>,
+    logging: bool,
+    wc_fills: u64,
+    faults: u64,
+}
+
+impl SimContext {
+    /// A context owning RcvArray entries `expected_base ..
+    /// expected_base + entries`, all INVALID, every flow register zero.
+    pub fn new(expected_base: u32, entries: u32) -> Self {
+        Self {
+            expected_base,
+            entries: alloc::vec![SimRcvEntry::INVALID; entries as usize],
+            flows: [FlowTableReg::default(); NUM_TID_FLOWS],
+            log: Vec::new(),
+            logging: true,
+            wc_fills: 0,
+            faults: 0,
+        }
+    }
+
+    /// Turns the call log on or off (benchmarks and long runs turn it off;
+    /// the register state is kept either way).
+    pub fn set_logging(&mut self, on: bool) {
+        self.logging = on;
+    }
+
+    /// The first absolute RcvArray index of this context.
+    pub fn expected_base(&self) -> u32 {
+        self.expected_base
+    }
+
+    /// Number of RcvArray entries this context owns.
+    pub fn entry_count(&self) -> u32 {
+        self.entries.len() as u32
+    }
+
+    /// The state of an entry by absolute index (`None` outside the context).
+    pub fn entry(&self, rcventry: u32) -> Option<&SimRcvEntry> {
+        let i = rcventry.checked_sub(self.expected_base)?;
+        self.entries.get(i as usize)
+    }
+
+    /// Entries currently programmed EXPECTED.
+    pub fn expected_entries(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.ty == RcvType::Expected)
+            .count()
+    }
+
+    /// The recorded calls, oldest first.
+    pub fn log(&self) -> &[SimCall] {
+        &self.log
+    }
+
+    /// Takes the recorded calls, leaving the log empty.
+    pub fn take_log(&mut self) -> Vec<SimCall> {
+        core::mem::take(&mut self.log)
+    }
+
+    /// Write-combining fills seen so far.
+    pub fn wc_fills(&self) -> u64 {
+        self.wc_fills
+    }
+
+    /// Calls that named an entry outside this context (should stay 0).
+    pub fn faults(&self) -> u64 {
+        self.faults
+    }
+
+    fn record(&mut self, call: SimCall) {
+        if self.logging {
+            self.log.push(call);
+        }
+    }
+}
+
+impl RcvArray for SimContext {
+    fn put_tid(&mut self, rcventry: u32, ty: RcvType, pa: u64, order: u8) {
+        self.record(SimCall::PutTid {
+            rcventry,
+            ty,
+            pa,
+            order,
+        });
+        let slot = rcventry
+            .checked_sub(self.expected_base)
+            .and_then(|i| self.entries.get_mut(i as usize));
+        match slot {
+            Some(e) => *e = SimRcvEntry { ty, pa, order },
+            None => self.faults += 1,
+        }
+    }
+
+    fn wc_fill(&mut self, rcventry: u32) {
+        self.record(SimCall::WcFill { rcventry });
+        self.wc_fills += 1;
+        if self.entry(rcventry).is_none() {
+            self.faults += 1;
+        }
+    }
+}
+
+impl FlowTable for SimContext {
+    fn write_flow(&mut self, flow: FlowIndex, value: FlowTableReg) {
+        self.record(SimCall::WriteFlow { flow, value });
+        if let Some(r) = self.flows.get_mut(flow.as_usize()) {
+            *r = value;
+        }
+    }
+
+    fn read_flow(&self, flow: FlowIndex) -> FlowTableReg {
+        self.flows.get(flow.as_usize()).copied().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_and_applies_calls() {
+        let mut c = SimContext::new(8, 16);
+        c.put_tid(9, RcvType::Expected, 0x1000, 2);
+        c.wc_fill(10);
+        c.put_tid(100, RcvType::Expected, 0, 1);
+        let f = FlowIndex::new(3).unwrap();
+        c.write_flow(f, FlowTableReg::from_raw(7));
+        assert_eq!(c.read_flow(f).raw(), 7);
+        assert_eq!(c.entry(9).unwrap().bytes(), 8192);
+        assert_eq!(c.faults(), 1);
+        assert_eq!(c.log().len(), 4);
+        assert_eq!(c.wc_fills(), 1);
+        assert_eq!(c.expected_entries(), 1);
+    }
+}

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The software chip (feature `sim`).
+//!
+//! `no_std` + `alloc`, so the kernel self-test can run it too. Every
+//! platform call is applied to a register model and recorded in order, so
+//! a test can compare the exact call sequence with the reference driver's.
+//!
+//! # Model assumptions
+//!
+//! - An RcvArray entry holds `(type, DMA address, order)`; programming an
+//!   entry outside the context's range is not a panic: it is counted in
+//!   [`SimContext::faults`] and otherwise ignored (the real chip would write
+//!   another context's entry; tests assert the counter stays zero).
+//! - Write-combining fills change no state; they are recorded and counted.
+
+mod context;
+
+pub use context::{SimCall, SimContext, SimRcvEntry};
