@@ -140,6 +140,9 @@ impl TidEntry {
 pub struct FlowIndex(u8);
 
 impl FlowIndex {
+    /// Flow 0.
+    pub const MIN: Self = Self(0);
+
     /// Checked constructor: `None` for 32 and above.
     pub const fn new(index: u32) -> Option<Self> {
         if (index as usize) < NUM_TID_FLOWS {

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use crate::consts::NUM_TID_FLOWS;
 use crate::fields::{FlowIndex, FlowTableReg};
 use crate::platform::{FlowTable, RcvArray, RcvType};
+use crate::sim::expected::ExpectedStats;
 
 /// One platform call, as recorded by [`SimContext`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +75,7 @@ pub struct SimContext {
     logging: bool,
     wc_fills: u64,
     faults: u64,
+    expected: ExpectedStats,
 }
 
 impl SimContext {
@@ -88,6 +90,7 @@ impl SimContext {
             logging: true,
             wc_fills: 0,
             faults: 0,
+            expected: ExpectedStats::default(),
         }
     }
 
@@ -139,6 +142,27 @@ impl SimContext {
     /// Calls that named an entry outside this context (should stay 0).
     pub fn faults(&self) -> u64 {
         self.faults
+    }
+
+    /// Counters of the expected-receive model.
+    pub fn expected_stats(&self) -> ExpectedStats {
+        self.expected
+    }
+
+    pub(crate) fn expected_stats_mut(&mut self) -> &mut ExpectedStats {
+        &mut self.expected
+    }
+
+    pub(crate) fn count_fault(&mut self) {
+        self.faults += 1;
+    }
+
+    /// Updates a flow register as the chip does (status bits, next
+    /// sequence), without recording a software write.
+    pub(crate) fn set_flow_status(&mut self, flow: FlowIndex, value: FlowTableReg) {
+        if let Some(r) = self.flows.get_mut(flow.as_usize()) {
+            *r = value;
+        }
     }
 
     fn record(&mut self, call: SimCall) {

@@ -14,5 +14,9 @@
 //! - Write-combining fills change no state; they are recorded and counted.
 
 mod context;
+pub mod expected;
+pub mod memory;
 
 pub use context::{SimCall, SimContext, SimRcvEntry};
+pub use expected::{ExpectedOutcome, ExpectedPacket, ExpectedStats, RcvError};
+pub use memory::SimMemory;
