@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The two-node TID RDMA READ simulator (library part, so integration
+//! tests can drive scenarios directly).
+//!
+//! - [`cli`]: the command-line contract;
+//! - [`rng`]: the one seeded random source;
+//! - [`pcap`]: capture files of link type ERF.
+
+pub mod cli;
+pub mod pcap;
+pub mod rng;
