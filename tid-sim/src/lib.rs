@@ -3,9 +3,11 @@
 //! tests can drive scenarios directly).
 //!
 //! - [`cli`]: the command-line contract;
+//! - [`fabric`]: the link between the nodes, with seeded faults;
 //! - [`rng`]: the one seeded random source;
 //! - [`pcap`]: capture files of link type ERF.
 
 pub mod cli;
+pub mod fabric;
 pub mod pcap;
 pub mod rng;
