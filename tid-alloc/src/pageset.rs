@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! Pagesets: cutting a segment's pages into runs the RcvArray can map.
+//!
+//! One RcvArray entry maps a physically contiguous buffer whose size is a
+//! power of two of pages, up to 2 MiB. The functions here walk a segment's
+//! page addresses (at most 64 pages) and produce the list of such buffers,
+//! always an even number of them, because the TID entries that name them
+//! come in pairs. A set of count 0 (a *filler*) only pads the list to an even
+//! length; it is programmed INVALID.
+//!
+//! Two variants exist, chosen by the path MTU ([`find_phys_blocks`]): the
+//! 4 KiB one follows every contiguous run; the 8 KiB one looks at the pages
+//! two by two so that an 8 KiB packet never straddles two buffers.
+
+use arrayvec::ArrayVec;
+use hfi1_hal::consts::{MAX_EXPECTED_PAGES, MAX_PAGESETS, MAX_SEGMENT_PAGES, PAGE_SIZE};
+
+use crate::AllocError;
+
+/// Bytes of one page, as a `u64` for address arithmetic.
+const PAGE_BYTES: u64 = PAGE_SIZE as u64;
+/// Low bits that must be clear in a page address.
+const PAGE_OFFSET_MASK: u64 = PAGE_BYTES - 1;
+/// The path MTU that selects the 4 KiB variant.
+const MTU_4K: u32 = 4096;
+
+/// One run of physically contiguous pages, programmed into one RcvArray
+/// entry. Kernel: `struct tid_rdma_pageset`.
+///
+/// `count == 0` marks a filler: it pads the set list to an even length and
+/// is programmed INVALID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PageSet {
+    /// Index, in the segment's page list, of the set's first page.
+    ///
+    /// Unspecified for a filler: this crate writes 0 there. (The driver
+    /// never writes it at all, so it keeps whatever an earlier segment left
+    /// in the reused array: quirk 1a of the vectors' README.)
+    pub idx: u8,
+    /// Pages in the set: a power of two, at most 512; 0 for a filler.
+    pub count: u16,
+    /// Page address of the set's first page (0 for a filler).
+    pub addr: u64,
+    /// Bus address of the buffer, filled in by the caller's DMA mapping
+    /// before programming; `program` hands it to `put_tid`. 0 for a filler.
+    pub dma: u64,
+}
+
+impl PageSet {
+    /// A filler set (count 0).
+    pub const FILLER: Self = Self {
+        idx: 0,
+        count: 0,
+        addr: 0,
+        dma: 0,
+    };
+
+    /// True for a filler (count 0).
+    pub const fn is_filler(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The RcvArray order of the buffer: `log2(count) + 1` (1 = 4 KiB,
+    /// 2 = 8 KiB, ...); 0 for a filler. A count that is not a power of two
+    /// (which no function of this crate produces) is rounded down.
+    /// Kernel: `trdma_pset_order()`.
+    pub const fn order(&self) -> u8 {
+        if self.count == 0 {
+            0
+        } else {
+            // ilog2 of a non-zero u16 is at most 15, so this fits.
+            (self.count.ilog2() + 1) as u8
+        }
+    }
+
+    /// True when `count` is something the RcvArray can map: 0 (filler) or a
+    /// power of two of at most 512 pages.
+    pub const fn is_programmable(&self) -> bool {
+        self.count == 0 || (self.count.is_power_of_two() && self.count as u32 <= MAX_EXPECTED_PAGES)
+    }
+}
+
+/// The page sets of one segment (at most 64).
+pub type PageSets = ArrayVec<PageSet, MAX_PAGESETS>;
+
+/// Checks one page address against the rules every variant relies on.
+#[inline(always)]
+fn check_page(index: usize, addr: u64) -> Result<(), AllocError> {
+    if addr == 0 {
+        Err(AllocError::NullPage { index })
+    } else if addr & PAGE_OFFSET_MASK != 0 {
+        Err(AllocError::UnalignedPage { index, addr })
+    } else {
+        Ok(())
+    }
+}
+
+/// Checks a whole page list: at most 64 pages, none at address 0, all page
+/// aligned.
+fn check_pages(pages: &[u64]) -> Result<(), AllocError> {
+    if pages.len() > MAX_SEGMENT_PAGES {
+        return Err(AllocError::TooManyPages(pages.len()));
+    }
+    for (index, &addr) in pages.iter().enumerate() {
+        check_page(index, addr)?;
+    }
+    Ok(())
+}
+
+/// True when `next` is the page right after `prev`. The top page of the
+/// address space has no successor (the C would wrap to its NULL sentinel;
+/// here it simply never continues a run).
+#[inline(always)]
+fn follows(prev: u64, next: u64) -> bool {
+    prev.checked_add(PAGE_BYTES) == Some(next)
+}
+
+/// Pushes one set, mapping a full list to an error.
+#[inline(always)]
+fn push(sets: &mut PageSets, set: PageSet) -> Result<(), AllocError> {
+    sets.try_push(set).map_err(|_| AllocError::TooManyPageSets)
+}
+
+/// The largest chunk a run of `pages` pages may start with: 512 pages if
+/// the run is longer, else the largest power of two not above it.
+#[inline(always)]
+fn chunk_of(pages: usize) -> usize {
+    if pages > MAX_EXPECTED_PAGES as usize {
+        MAX_EXPECTED_PAGES as usize
+    } else {
+        // pages >= 1 here, so ilog2 is defined; 1 << ilog2 rounds down to a
+        // power of two (and leaves a power of two alone).
+        1usize << pages.ilog2()
+    }
+}
+
+/// Emits `count` pages starting at page `idx` as power-of-two chunks,
+/// without a filler. Returns the index after the last page emitted.
+fn split_run(
+    sets: &mut PageSets,
+    pages: &[u64],
+    mut idx: usize,
+    mut count: usize,
+) -> Result<usize, AllocError> {
+    while count > 0 {
+        let chunk = chunk_of(count);
+        let addr = *pages.get(idx).ok_or(AllocError::PageRange)?;
+        let set = PageSet {
+            // idx < 64 and chunk <= 512: both checked by the callers (the
+            // page list holds at most 64 pages, `get` above proves idx).
+            idx: idx as u8,
+            count: chunk as u16,
+            addr,
+            dma: 0,
+        };
+        push(sets, set)?;
+        idx = idx.wrapping_add(chunk);
+        count = count.wrapping_sub(chunk);
+    }
+    Ok(idx)
+}
+
+/// Appends a filler if the list holds an odd number of sets.
+#[inline(always)]
+fn pad_even(sets: &mut PageSets) -> Result<(), AllocError> {
+    if sets.len() % 2 == 1 {
+        push(sets, PageSet::FILLER)?;
+    }
+    Ok(())
+}
+
+/// Emits `count` accumulated pages starting at page `idx` as page sets
+/// (power-of-two chunks of at most 512 pages), then a filler if the list
+/// now holds an odd number of sets. Returns the page index after the last
+/// page emitted.
+///
+/// Kernel: `tid_flush_pages()`.
+///
+/// # Errors
+///
+/// [`AllocError::PageRange`] if `idx + count` runs past `pages` or past the
+/// 64-page segment limit; [`AllocError::TooManyPageSets`] if `sets` fills
+/// up. On error `sets` may hold part of the output.
+pub fn flush_pages(
+    sets: &mut PageSets,
+    pages: &[u64],
+    idx: usize,
+    count: usize,
+) -> Result<usize, AllocError> {
+    match idx.checked_add(count) {
+        Some(end) if end <= pages.len() && end <= MAX_SEGMENT_PAGES => {}
+        _ => return Err(AllocError::PageRange),
+    }
+    let next = split_run(sets, pages, idx, count)?;
+    pad_even(sets)?;
+    Ok(next)
+}
+
+/// Page sets for a 4 KiB path MTU: every maximal run of contiguous pages
+/// is cut into power-of-two chunks (at most 512 pages each); one filler at
+/// the end makes the number of sets even. No pages, no sets.
+///
+/// Kernel: `tid_rdma_find_phys_blocks_4k()`.
+///
+/// `pages` are page addresses (pfn × 4096), in segment order. Two pages are
+/// contiguous only if the second's address is the first's + 4096.
+///
+/// # Errors
+///
+/// [`AllocError::TooManyPages`] for more than 64 pages;
+/// [`AllocError::NullPage`] for an address 0 (the driver's end-of-list
+/// sentinel, quirk 1e: such a page would be misread as "no page");
+/// [`AllocError::UnalignedPage`] for an address that is not page aligned.
+pub fn find_phys_blocks_4k(pages: &[u64]) -> Result<PageSets, AllocError> {
+    let mut sets = PageSets::new();
+    find_phys_blocks_4k_into(pages, &mut sets)?;
+    Ok(sets)
+}
+
+/// [`find_phys_blocks_4k`] writing into a caller's list (cleared first), so
+/// the kernel can keep the 1.5 KiB list in a long-lived flow record
+/// instead of on its stack.
+///
+/// # Errors
+///
+/// As [`find_phys_blocks_4k`]; on error `sets` is left empty.
+pub fn find_phys_blocks_4k_into(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
+    sets.clear();
+    let r = walk_4k(pages, sets);
+    if r.is_err() {
+        sets.clear();
+    }
+    r
+}
+
+fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
+    check_pages(pages)?;
+    let Some((&first, rest)) = pages.split_first() else {
+        return Ok(());
+    };
+    let mut start = 0usize;
+    let mut prev = first;
+    for (k, &addr) in rest.iter().enumerate() {
+        if !follows(prev, addr) {
+            // Page k + 1 starts a new run: emit the run that ends here.
+            let i = k.wrapping_add(1);
+            split_run(sets, pages, start, i.wrapping_sub(start))?;
+            start = i;
+        }
+        prev = addr;
+    }
+    split_run(sets, pages, start, pages.len().wrapping_sub(start))?;
+    pad_even(sets)
+}
+
+/// Page sets for an 8 KiB (or larger) path MTU.
+///
+/// Kernel: `tid_rdma_find_phys_blocks_8k()`.
+///
+/// The pages are taken two at a time, `(0, 1)`, `(2, 3)`, ... A pair whose
+/// second page is missing or not contiguous with its first flushes what has
+/// accumulated ([`flush_pages`]) and is emitted as two 1-page sets (the
+/// second a filler when the page count is odd). A contiguous pair that does
+/// not continue the previous contiguous pair flushes first; then it joins
+/// the accumulation. The remainder is flushed at the end. The result
+/// always has an even number of sets.
+///
+/// Quirks kept on purpose, so that the output is the driver's bit for bit
+/// (vectors' README 1b and 1c): contiguity is only seen inside the pairs and
+/// between consecutive pairs, so a run starting at an odd page index is
+/// broken up; every flush of an odd number of chunks appends a filler in
+/// the middle of the list (a 3-page run gives `[2, 0, 1, 0]`, where the
+/// 4 KiB variant gives `[2, 1]`); an odd page count ends with its last page
+/// and a filler. Each filler costs an RcvArray entry.
+///
+/// # Errors
+///
+/// As [`find_phys_blocks_4k`].
+pub fn find_phys_blocks_8k(pages: &[u64]) -> Result<PageSets, AllocError> {
+    let mut sets = PageSets::new();
+    find_phys_blocks_8k_into(pages, &mut sets)?;
+    Ok(sets)
+}
+
+/// [`find_phys_blocks_8k`] writing into a caller's list (cleared first).
+///
+/// # Errors
+///
+/// As [`find_phys_blocks_4k`]; on error `sets` is left empty.
+pub fn find_phys_blocks_8k_into(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
+    sets.clear();
+    let r = walk_8k(pages, sets);
+    if r.is_err() {
+        sets.clear();
+    }
+    r
+}
+
+fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
+    check_pages(pages)?;
+    // Index of the first page not yet emitted, pages accumulated since then,
+    // and the second page of the previous contiguous pair, if any.
+    let mut idx = 0usize;
+    let mut pending = 0usize;
+    let mut prev_second: Option<u64> = None;
+    let mut pairs = pages.chunks(2);
+    for pair in pairs.by_ref() {
+        let (v0, v1) = match *pair {
+            [a, b] => (a, Some(b)),
+            [a] => (a, None),
+            _ => break,
+        };
+        let contiguous = match v1 {
+            Some(b) => follows(v0, b),
+            None => false,
+        };
+        if !contiguous {
+            idx = flush_pages(sets, pages, idx, pending)?;
+            push(
+                sets,
+                PageSet {
+                    idx: idx as u8,
+                    count: 1,
+                    addr: v0,
+                    dma: 0,
+                },
+            )?;
+            idx = idx.wrapping_add(1);
+            match v1 {
+                Some(b) => {
+                    push(
+                        sets,
+                        PageSet {
+                            idx: idx as u8,
+                            count: 1,
+                            addr: b,
+                            dma: 0,
+                        },
+                    )?;
+                    idx = idx.wrapping_add(1);
+                }
+                None => push(sets, PageSet::FILLER)?,
+            }
+            prev_second = None;
+            pending = 0;
+            continue;
+        }
+        if let Some(p) = prev_second {
+            if !follows(p, v0) {
+                idx = flush_pages(sets, pages, idx, pending)?;
+                pending = 0;
+            }
+        }
+        pending = pending.wrapping_add(2);
+        prev_second = v1;
+    }
+    flush_pages(sets, pages, idx, pages.len().wrapping_sub(idx))?;
+    Ok(())
+}
+
+/// Page sets for a segment, with the variant the driver picks from the
+/// QP's path MTU: 4 KiB iff `pmtu == 4096`, else 8 KiB.
+///
+/// Kernel: the choice in `kern_get_phys_blocks()`.
+///
+/// # Errors
+///
+/// As [`find_phys_blocks_4k`].
+pub fn find_phys_blocks(pages: &[u64], pmtu: u32) -> Result<PageSets, AllocError> {
+    if pmtu == MTU_4K {
+        find_phys_blocks_4k(pages)
+    } else {
+        find_phys_blocks_8k(pages)
+    }
+}
+
+/// [`find_phys_blocks`] writing into a caller's list (cleared first).
+///
+/// # Errors
+///
+/// As [`find_phys_blocks_4k`]; on error `sets` is left empty.
+pub fn find_phys_blocks_into(
+    pages: &[u64],
+    pmtu: u32,
+    sets: &mut PageSets,
+) -> Result<(), AllocError> {
+    if pmtu == MTU_4K {
+        find_phys_blocks_4k_into(pages, sets)
+    } else {
+        find_phys_blocks_8k_into(pages, sets)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(sets: &PageSets) -> Vec<u16> {
+        sets.iter().map(|s| s.count).collect()
+    }
+
+    fn run(start_pfn: u64, n: u64) -> Vec<u64> {
+        (0..n).map(|i| (start_pfn + i) * 4096).collect()
+    }
+
+    #[test]
+    fn three_page_run_differs_between_variants() {
+        let p = run(0x100, 3);
+        assert_eq!(counts(&find_phys_blocks_4k(&p).unwrap()), [2, 1]);
+        assert_eq!(counts(&find_phys_blocks_8k(&p).unwrap()), [2, 0, 1, 0]);
+    }
+
+    #[test]
+    fn mixed_benchmark_pattern_gives_18_and_40_sets() {
+        // README quirk 1b quotes these two numbers.
+        let runs = [8u64, 1, 4, 2, 16, 1, 3, 8, 5, 2, 1, 4, 6, 3];
+        let mut p = Vec::new();
+        for (r, &len) in runs.iter().enumerate() {
+            p.extend(run(0x300000 + 0x1000 * r as u64, len));
+        }
+        assert_eq!(p.len(), 64);
+        assert_eq!(find_phys_blocks_4k(&p).unwrap().len(), 18);
+        assert_eq!(find_phys_blocks_8k(&p).unwrap().len(), 40);
+    }
+
+    #[test]
+    fn bad_pages_are_typed_errors() {
+        assert_eq!(
+            find_phys_blocks_4k(&[4096, 0]),
+            Err(AllocError::NullPage { index: 1 })
+        );
+        assert_eq!(
+            find_phys_blocks_8k(&[4096, 4097]),
+            Err(AllocError::UnalignedPage {
+                index: 1,
+                addr: 4097
+            })
+        );
+        assert_eq!(
+            find_phys_blocks(&run(1, 65), 4096),
+            Err(AllocError::TooManyPages(65))
+        );
+        let mut sets = PageSets::new();
+        assert_eq!(
+            flush_pages(&mut sets, &run(1, 4), 3, 2),
+            Err(AllocError::PageRange)
+        );
+        assert_eq!(
+            flush_pages(&mut sets, &run(1, 4), usize::MAX, 2),
+            Err(AllocError::PageRange)
+        );
+    }
+
+    #[test]
+    fn top_page_never_continues_a_run() {
+        let top = !PAGE_OFFSET_MASK;
+        assert_eq!(counts(&find_phys_blocks_8k(&[top]).unwrap()), [1, 0]);
+        assert_eq!(counts(&find_phys_blocks_4k(&[top]).unwrap()), [1, 0]);
+    }
+
+    #[test]
+    fn order_of_sets() {
+        let s = |count| PageSet {
+            count,
+            ..PageSet::default()
+        };
+        assert_eq!(s(0).order(), 0);
+        assert_eq!(s(1).order(), 1);
+        assert_eq!(s(64).order(), 7);
+        assert_eq!(s(512).order(), 10);
+        assert!(s(512).is_programmable());
+        assert!(!s(3).is_programmable());
+        assert!(!s(1024).is_programmable());
+    }
+}
