@@ -29,13 +29,18 @@
 
 #[cfg(feature = "sim")]
 extern crate alloc;
+#[cfg(feature = "std")]
+extern crate std;
 
 pub mod consts;
 pub mod fields;
+pub mod lock_order;
 pub mod platform;
 pub mod psn;
+pub mod services;
 #[cfg(feature = "sim")]
 pub mod sim;
+pub mod sync;
 
 pub use fields::{FieldError, FlowIndex, FlowTableReg, Kdeth0, Kdeth1, TidCtrl, TidEntry};
 pub use platform::{FlowTable, RcvArray, RcvType};

@@ -15,8 +15,12 @@
 
 mod context;
 pub mod expected;
+#[cfg(all(feature = "std", not(loom)))]
+pub mod lockdep;
 pub mod memory;
+pub mod services;
 
 pub use context::{SimCall, SimContext, SimRcvEntry};
 pub use expected::{ExpectedOutcome, ExpectedPacket, ExpectedStats, RcvError};
 pub use memory::SimMemory;
+pub use services::{SimAllocator, SimBox, SimDma, SimRandom, SimRef, SimScheduler};

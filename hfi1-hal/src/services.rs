@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The kernel services the engine uses besides the chip: QP references,
+//! scheduling, DMA mapping, memory for flow records and random numbers.
+//!
+//! Each is a small trait with `&self` methods (the services are shared by
+//! every QP of a device and called from several CPUs). The kernel
+//! implementations live in `kmod-glue`; the software ones in `sim`
+//! (feature `sim`), with counters and failure injection for tests.
+
+use core::ops::{Deref, DerefMut};
+
+/// A counted reference to a QP that keeps it alive.
+///
+/// Taking another reference is [`QpRef::get`]; dropping one is the put.
+/// Kernel: `rvt_get_qp()` / `rvt_put_qp()` (the kernel implementation
+/// holds a pointer to the `rvt_qp` and calls `rvt_put_qp` in `Drop`).
+pub trait QpRef: Deref + Sized {
+    /// Takes another reference to the same QP. Kernel: `rvt_get_qp()`.
+    fn get(this: &Self) -> Self;
+
+    /// True if both references name the same QP (pointer identity).
+    fn same(a: &Self, b: &Self) -> bool;
+}
+
+/// Scheduling of a QP's send engine and of its deferred trigger work.
+pub trait Scheduler<R> {
+    /// Schedules the QP's send engine to run soon (the caller holds the
+    /// QP's s_lock). Kernel: `hfi1_schedule_send()`.
+    fn schedule_send(&self, qp: &R);
+
+    /// Queues the QP's trigger work on `cpu`. The reference goes with the
+    /// work item when it is queued (`Ok`); if that work item was already
+    /// pending, nothing is queued and the reference comes back (`Err`) for
+    /// the caller to drop. Kernel: `queue_work_on(cpu, ppd->hfi1_wq,
+    /// &priv->tid_rdma.trigger_work)`.
+    fn queue_trigger(&self, cpu: u32, qp: R) -> Result<(), R>;
+}
+
+/// A DMA mapping failed. Kernel: `dma_mapping_error()` was true.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("DMA mapping failed")]
+pub struct DmaError;
+
+/// Streaming DMA mapping of receive buffers (device-to-memory).
+pub trait DmaMap {
+    /// Maps `len` bytes starting at the page address `page`; returns the
+    /// bus address. Kernel: `dma_map_page(.., DMA_FROM_DEVICE)` +
+    /// `dma_mapping_error()`.
+    fn map(&self, page: u64, len: u32) -> Result<u64, DmaError>;
+
+    /// Unmaps what [`DmaMap::map`] returned. Kernel: `dma_unmap_page()`.
+    fn unmap(&self, bus: u64, len: u32);
+}
+
+/// The context an allocation is made from. Kernel: the GFP flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocContext {
+    /// Must not sleep (the send engine, under a spin lock). Kernel:
+    /// `GFP_ATOMIC`.
+    Atomic,
+    /// May sleep (QP creation). Kernel: `GFP_KERNEL`.
+    MaySleep,
+}
+
+/// An allocation failed. Kernel: `kmalloc` returned NULL (ENOMEM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("out of memory")]
+pub struct NoMemory;
+
+/// Fallible memory for the lazily allocated flow records.
+/// Kernel: `kmalloc_node()` / `kfree()`.
+pub trait Memory {
+    /// An owning pointer to one allocated value; dropping it frees it.
+    type Boxed<T>: DerefMut<Target = T>;
+
+    /// Allocates room for `value` and moves it there, or gives
+    /// [`NoMemory`] (the value is dropped).
+    fn try_box<T>(&self, ctx: AllocContext, value: T) -> Result<Self::Boxed<T>, NoMemory>;
+}
+
+/// A source of random numbers for flow generations.
+/// Kernel: `prandom_u32()` / `get_random_u32()`.
+pub trait RandomSource {
+    /// The next random 32-bit number.
+    fn next_u32(&mut self) -> u32;
+}
+
+impl<T: RandomSource + ?Sized> RandomSource for &mut T {
+    fn next_u32(&mut self) -> u32 {
+        (**self).next_u32()
+    }
+}
+
+impl<T: DmaMap + ?Sized> DmaMap for &T {
+    fn map(&self, page: u64, len: u32) -> Result<u64, DmaError> {
+        (**self).map(page, len)
+    }
+
+    fn unmap(&self, bus: u64, len: u32) {
+        (**self).unmap(bus, len);
+    }
+}

@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! Software versions of the kernel services ([`crate::services`]): QP
+//! references that count, a scheduler whose work runs when the test says
+//! so, an identity DMA map, memory and random numbers, each with counters
+//! and, where the kernel can fail, failure injection.
+//!
+//! # Model assumptions
+//!
+//! - DMA mapping is the identity: the bus address is the page address
+//!   given. The expected-receive model places payloads at that address in
+//!   its simulated memory.
+//! - Scheduled work never runs by itself: the test (or simulator) pops work
+//!   items and send-engine requests and runs them, in FIFO order, on the
+//!   thread it chooses. A trigger work item is "pending" from
+//!   `queue_trigger` until it is popped.
+//! - Memory is the host allocator; an injected failure is reported before
+//!   anything is allocated.
+
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::cell::UnsafeCell;
+use core::ops::{Deref, DerefMut};
+
+use crate::lock_order::RawSpinLock;
+use crate::services::{
+    AllocContext, DmaError, DmaMap, Memory, NoMemory, QpRef, RandomSource, Scheduler,
+};
+use crate::sync::SpinLock;
+use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Interior state behind the sim's own (unordered, leaf) spin lock. Never
+/// held across a call out of the sim.
+struct Inner<T> {
+    lock: SpinLock,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: `data` is reached only inside `with`, under `lock`.
+unsafe impl<T: Send> Sync for Inner<T> {}
+
+impl<T> Inner<T> {
+    fn new(data: T) -> Self {
+        Self {
+            lock: SpinLock::new(),
+            data: UnsafeCell::new(data),
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        self.lock.lock_irqsave();
+        // SAFETY: the lock is held for the closure's whole run and the
+        // borrow cannot escape it.
+        let r = f(unsafe { &mut *self.data.get() });
+        // SAFETY: taken above, in this context.
+        unsafe { self.lock.unlock_irqrestore(()) };
+        r
+    }
+}
+
+/// A shared sim object and its count of live references.
+#[derive(Debug)]
+struct RefInner<T> {
+    live: AtomicUsize,
+    value: T,
+}
+
+/// A counted reference to a sim object (a QP): [`QpRef::get`] counts up,
+/// drop counts down; [`SimRef::live_refs`] reads the count.
+#[derive(Debug)]
+pub struct SimRef<T> {
+    inner: Arc<RefInner<T>>,
+}
+
+impl<T> SimRef<T> {
+    /// Makes the object; the returned reference is its first (the
+    /// creator's, like the reference `rvt_create_qp` leaves).
+    pub fn new(value: T) -> Self {
+        Self {
+            inner: Arc::new(RefInner {
+                live: AtomicUsize::new(1),
+                value,
+            }),
+        }
+    }
+
+    /// References alive now, this one included.
+    pub fn live_refs(&self) -> usize {
+        self.inner.live.load(Ordering::Acquire)
+    }
+}
+
+impl<T> Deref for SimRef<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.inner.value
+    }
+}
+
+impl<T> QpRef for SimRef<T> {
+    fn get(this: &Self) -> Self {
+        this.inner.live.fetch_add(1, Ordering::AcqRel);
+        Self {
+            inner: Arc::clone(&this.inner),
+        }
+    }
+
+    fn same(a: &Self, b: &Self) -> bool {
+        Arc::ptr_eq(&a.inner, &b.inner)
+    }
+}
+
+impl<T> Drop for SimRef<T> {
+    fn drop(&mut self) {
+        self.inner.live.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+struct SchedState<R> {
+    work: VecDeque<(u32, R)>,
+    sends: VecDeque<R>,
+}
+
+/// The sim scheduler: a FIFO of trigger work items (each holding its QP
+/// reference) and a FIFO of send-engine requests.
+pub struct SimScheduler<R> {
+    state: Inner<SchedState<R>>,
+    queued: AtomicU64,
+    coalesced: AtomicU64,
+    sends: AtomicU64,
+}
+
+impl<R> Default for SimScheduler<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<R> core::fmt::Debug for SimScheduler<R> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SimScheduler")
+            .field("queued", &self.triggers_queued())
+            .field("coalesced", &self.triggers_coalesced())
+            .field("sends", &self.sends_scheduled())
+            .finish()
+    }
+}
+
+impl<R> SimScheduler<R> {
+    /// No work, no counts.
+    pub fn new() -> Self {
+        Self {
+            state: Inner::new(SchedState {
+                work: VecDeque::new(),
+                sends: VecDeque::new(),
+            }),
+            queued: AtomicU64::new(0),
+            coalesced: AtomicU64::new(0),
+            sends: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes the oldest pending trigger work item (its CPU and the QP
+    /// reference it carries); it stops being pending.
+    pub fn pop_work(&self) -> Option<(u32, R)> {
+        self.state.with(|s| s.work.pop_front())
+    }
+
+    /// Takes the oldest send-engine request (a reference to the QP).
+    pub fn pop_send(&self) -> Option<R> {
+        self.state.with(|s| s.sends.pop_front())
+    }
+
+    /// Trigger work items pending now.
+    pub fn pending_work(&self) -> usize {
+        self.state.with(|s| s.work.len())
+    }
+
+    /// Send-engine requests not yet taken.
+    pub fn pending_sends(&self) -> usize {
+        self.state.with(|s| s.sends.len())
+    }
+
+    /// Trigger work items queued so far.
+    pub fn triggers_queued(&self) -> u64 {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// `queue_trigger` calls that found the work already pending.
+    pub fn triggers_coalesced(&self) -> u64 {
+        self.coalesced.load(Ordering::Relaxed)
+    }
+
+    /// `schedule_send` calls so far.
+    pub fn sends_scheduled(&self) -> u64 {
+        self.sends.load(Ordering::Relaxed)
+    }
+}
+
+impl<R: QpRef + Send> Scheduler<R> for SimScheduler<R> {
+    fn schedule_send(&self, qp: &R) {
+        self.sends.fetch_add(1, Ordering::Relaxed);
+        let r = QpRef::get(qp);
+        self.state.with(|s| s.sends.push_back(r));
+    }
+
+    fn queue_trigger(&self, cpu: u32, qp: R) -> Result<(), R> {
+        let r = self.state.with(|s| {
+            if s.work.iter().any(|(_, w)| QpRef::same(w, &qp)) {
+                Err(qp)
+            } else {
+                s.work.push_back((cpu, qp));
+                Ok(())
+            }
+        });
+        match &r {
+            Ok(()) => self.queued.fetch_add(1, Ordering::Relaxed),
+            Err(_) => self.coalesced.fetch_add(1, Ordering::Relaxed),
+        };
+        r
+    }
+}
+
+/// A one-shot or persistent failure plan for a fallible sim service.
+#[derive(Debug, Default)]
+struct FailPlan {
+    /// Fail the call this many calls from now (0 = the next one), once.
+    at: Option<u64>,
+    /// Fail every call while set.
+    always: bool,
+}
+
+impl FailPlan {
+    fn should_fail(&mut self) -> bool {
+        if self.always {
+            return true;
+        }
+        match self.at {
+            Some(0) => {
+                self.at = None;
+                true
+            }
+            Some(n) => {
+                self.at = Some(n - 1);
+                false
+            }
+            None => false,
+        }
+    }
+}
+
+struct DmaState {
+    live: BTreeMap<u64, u32>,
+    plan: FailPlan,
+    bad_unmaps: u64,
+    maps: u64,
+}
+
+/// Identity DMA mapping with live-mapping tracking and failure injection.
+pub struct SimDma {
+    state: Inner<DmaState>,
+}
+
+impl Default for SimDma {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for SimDma {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SimDma")
+            .field("live", &self.live_mappings())
+            .finish()
+    }
+}
+
+impl SimDma {
+    /// No mappings, no failures planned.
+    pub fn new() -> Self {
+        Self {
+            state: Inner::new(DmaState {
+                live: BTreeMap::new(),
+                plan: FailPlan::default(),
+                bad_unmaps: 0,
+                maps: 0,
+            }),
+        }
+    }
+
+    /// Makes the map call `n` calls from now fail (0 = the next), once.
+    pub fn fail_in(&self, n: u64) {
+        self.state.with(|s| s.plan.at = Some(n));
+    }
+
+    /// Makes every map call fail while `on`.
+    pub fn fail_always(&self, on: bool) {
+        self.state.with(|s| s.plan.always = on);
+    }
+
+    /// Mappings alive now.
+    pub fn live_mappings(&self) -> usize {
+        self.state.with(|s| s.live.len())
+    }
+
+    /// Successful map calls so far.
+    pub fn maps(&self) -> u64 {
+        self.state.with(|s| s.maps)
+    }
+
+    /// Unmaps of an address not mapped (or with another length): should
+    /// stay 0.
+    pub fn bad_unmaps(&self) -> u64 {
+        self.state.with(|s| s.bad_unmaps)
+    }
+}
+
+impl DmaMap for SimDma {
+    fn map(&self, page: u64, len: u32) -> Result<u64, DmaError> {
+        self.state.with(|s| {
+            if s.plan.should_fail() || s.live.contains_key(&page) {
+                return Err(DmaError);
+            }
+            s.live.insert(page, len);
+            s.maps += 1;
+            Ok(page)
+        })
+    }
+
+    fn unmap(&self, bus: u64, len: u32) {
+        self.state.with(|s| match s.live.remove(&bus) {
+            Some(l) if l == len => {}
+            _ => s.bad_unmaps += 1,
+        });
+    }
+}
+
+/// An allocation made by [`SimAllocator`]; counted while alive.
+pub struct SimBox<T> {
+    value: Box<[T; 1]>,
+    live: Arc<AtomicUsize>,
+}
+
+impl<T> Deref for SimBox<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        let [v] = &*self.value;
+        v
+    }
+}
+
+impl<T> DerefMut for SimBox<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        let [v] = &mut *self.value;
+        v
+    }
+}
+
+impl<T> Drop for SimBox<T> {
+    fn drop(&mut self) {
+        self.live.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl<T: core::fmt::Debug> core::fmt::Debug for SimBox<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+/// Host memory with a live-allocation count and failure injection.
+pub struct SimAllocator {
+    plan: Inner<FailPlan>,
+    live: Arc<AtomicUsize>,
+    atomic_allocs: AtomicU64,
+}
+
+impl Default for SimAllocator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for SimAllocator {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SimAllocator")
+            .field("live", &self.live_allocations())
+            .finish()
+    }
+}
+
+impl SimAllocator {
+    /// No allocations, no failures planned.
+    pub fn new() -> Self {
+        Self {
+            plan: Inner::new(FailPlan::default()),
+            live: Arc::new(AtomicUsize::new(0)),
+            atomic_allocs: AtomicU64::new(0),
+        }
+    }
+
+    /// Makes the allocation `n` calls from now fail (0 = the next), once.
+    pub fn fail_in(&self, n: u64) {
+        self.plan.with(|p| p.at = Some(n));
+    }
+
+    /// Makes every allocation fail while `on`.
+    pub fn fail_always(&self, on: bool) {
+        self.plan.with(|p| p.always = on);
+    }
+
+    /// Allocations alive now.
+    pub fn live_allocations(&self) -> usize {
+        self.live.load(Ordering::Acquire)
+    }
+
+    /// Allocations made in [`AllocContext::Atomic`] so far.
+    pub fn atomic_allocations(&self) -> u64 {
+        self.atomic_allocs.load(Ordering::Relaxed)
+    }
+}
+
+impl Memory for SimAllocator {
+    type Boxed<T> = SimBox<T>;
+
+    fn try_box<T>(&self, ctx: AllocContext, value: T) -> Result<SimBox<T>, NoMemory> {
+        if self.plan.with(FailPlan::should_fail) {
+            return Err(NoMemory);
+        }
+        let mut v: Vec<T> = Vec::new();
+        v.try_reserve_exact(1).map_err(|_| NoMemory)?;
+        v.push(value);
+        let value: Box<[T; 1]> = v.into_boxed_slice().try_into().map_err(|_| NoMemory)?;
+        if ctx == AllocContext::Atomic {
+            self.atomic_allocs.fetch_add(1, Ordering::Relaxed);
+        }
+        self.live.fetch_add(1, Ordering::AcqRel);
+        Ok(SimBox {
+            value,
+            live: Arc::clone(&self.live),
+        })
+    }
+}
+
+/// A seeded xorshift64* generator: deterministic random generations.
+#[derive(Debug, Clone)]
+pub struct SimRandom {
+    state: u64,
+}
+
+impl SimRandom {
+    /// A generator from `seed` (0 is replaced by a fixed odd constant).
+    pub fn new(seed: u64) -> Self {
+        Self {
+            state: if seed == 0 {
+                0x9E37_79B9_7F4A_7C15
+            } else {
+                seed
+            },
+        }
+    }
+}
+
+impl RandomSource for SimRandom {
+    fn next_u32(&mut self) -> u32 {
+        let mut x = self.state;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.state = x;
+        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_count_and_scheduler_coalesces() {
+        let a = SimRef::new(1u32);
+        let b = SimRef::new(2u32);
+        let sched = SimScheduler::new();
+        assert!(sched.queue_trigger(0, QpRef::get(&a)).is_ok());
+        let back = sched.queue_trigger(0, QpRef::get(&a));
+        assert!(back.is_err());
+        drop(back);
+        assert!(sched.queue_trigger(1, QpRef::get(&b)).is_ok());
+        assert_eq!(a.live_refs(), 2);
+        sched.schedule_send(&b);
+        assert_eq!(b.live_refs(), 3);
+        let (cpu, w) = sched.pop_work().unwrap();
+        assert!(QpRef::same(&w, &a) && cpu == 0);
+        drop(w);
+        drop(sched);
+        assert_eq!((a.live_refs(), b.live_refs()), (1, 1));
+    }
+
+    #[test]
+    fn dma_is_identity_and_fails_on_request() {
+        let d = SimDma::new();
+        assert_eq!(d.map(0x5000, 4096), Ok(0x5000));
+        d.fail_in(1);
+        assert_eq!(d.map(0x6000, 4096), Ok(0x6000));
+        assert_eq!(d.map(0x7000, 4096), Err(DmaError));
+        assert_eq!(d.map(0x7000, 4096), Ok(0x7000));
+        assert_eq!(d.live_mappings(), 3);
+        d.unmap(0x5000, 4096);
+        d.unmap(0x5000, 4096);
+        assert_eq!((d.live_mappings(), d.bad_unmaps()), (2, 1));
+    }
+
+    #[test]
+    fn memory_counts_and_fails() {
+        let m = SimAllocator::new();
+        let b = m.try_box(AllocContext::Atomic, [7u8; 3]).unwrap();
+        assert_eq!(*b, [7; 3]);
+        m.fail_in(0);
+        assert!(m.try_box(AllocContext::MaySleep, 1).is_err());
+        assert_eq!(m.live_allocations(), 1);
+        drop(b);
+        assert_eq!(m.live_allocations(), 0);
+        let mut r = SimRandom::new(1);
+        let x = r.next_u32();
+        assert_ne!(x, r.next_u32());
+    }
+}
