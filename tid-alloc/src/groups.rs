@@ -1,0 +1,845 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! TID groups: one receive context's RcvArray share, eight entries at a
+//! time, and the allocate / program / unprogram cycle of a segment.
+//!
+//! Kernel: `struct tid_group` and the list helpers of `exp_rcv.h`;
+//! `kern_alloc_tids()`, `kern_program_rcvarray()`,
+//! `kern_program_rcv_group()`, `kern_unprogram_rcv_group()` in
+//! `tid_rdma.c`.
+//!
+//! Every group sits on exactly one of three lists: *free* (no entry used;
+//! the kernel's `tid_group_list`), *used* (1..=7) and *full* (8). The lists
+//! are doubly linked through group indices stored next to the groups, so
+//! a move is O(1) and nothing is ever scanned or allocated. A group that
+//! moves is always appended at the tail of its new list (quirk 4 of the
+//! vectors' README): freed groups go to the back of the free list, so the
+//! allocation order rotates over time, exactly as in the driver.
+
+use core::cell::Cell;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use arrayvec::ArrayVec;
+use hfi1_hal::consts::{MAX_PAGESETS, MAX_TID_GROUPS, PAGE_SHIFT, TID_GROUP_SIZE};
+use hfi1_hal::{RcvArray, RcvType, TidEntry};
+
+use crate::AllocError;
+use crate::pageset::PageSet;
+
+/// "No group" in the index links.
+const NIL: u16 = u16::MAX;
+/// Entries per group, as the `u8` the counters use.
+const GROUP_SIZE: u8 = TID_GROUP_SIZE as u8;
+
+const _: () = assert!(MAX_TID_GROUPS < NIL as usize, "group indices fit the links");
+const _: () = assert!(
+    MAX_TID_GROUPS * TID_GROUP_SIZE / 2 <= 1 << 10,
+    "every pair index fits the 10-bit IDX field of a TID entry"
+);
+const _: () = assert!(MAX_PAGESETS <= u8::MAX as usize);
+
+/// Source of instance ids, so an allocation can name the `TidGroups` it
+/// came from. 0 is never handed out (it marks the empty default
+/// allocation).
+static NEXT_INSTANCE: AtomicU32 = AtomicU32::new(1);
+
+/// One of the three lists a group lives on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupList {
+    /// No entry in use. Kernel: `rcd->tid_group_list`.
+    Free = 0,
+    /// Some but not all entries in use. Kernel: `rcd->tid_used_list`.
+    Used = 1,
+    /// All eight entries in use. Kernel: `rcd->tid_full_list`.
+    Full = 2,
+}
+
+impl GroupList {
+    const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A read-only view of one group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GroupView {
+    /// Absolute RcvArray index of the group's first entry.
+    pub base: u32,
+    /// Entries in use (0..=8).
+    pub used: u8,
+    /// Bit i set = entry `base + i` in use.
+    pub map: u8,
+}
+
+/// Per-group state: counters plus the list links.
+#[derive(Debug, Clone, Copy)]
+struct Group {
+    used: u8,
+    map: u8,
+    list: GroupList,
+    prev: u16,
+    next: u16,
+}
+
+impl Group {
+    const EMPTY: Self = Self {
+        used: 0,
+        map: 0,
+        list: GroupList::Free,
+        prev: NIL,
+        next: NIL,
+    };
+}
+
+/// Head, tail and length of one list.
+#[derive(Debug, Clone, Copy)]
+struct ListHead {
+    head: u16,
+    tail: u16,
+    len: u16,
+}
+
+impl ListHead {
+    const EMPTY: Self = Self {
+        head: NIL,
+        tail: NIL,
+        len: 0,
+    };
+}
+
+/// One group chosen by [`TidGroups::allocate`]: which group, its map when
+/// it was chosen, and how many entries this allocation takes in it (the
+/// lowest `cnt` entries whose bit is clear in `map`).
+/// Kernel: `struct kern_tid_node`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TidNode {
+    group: u16,
+    map: u8,
+    cnt: u8,
+}
+
+impl TidNode {
+    /// Index of the group in its context (0-based).
+    pub const fn group_index(&self) -> usize {
+        self.group as usize
+    }
+
+    /// The group's map when it was chosen.
+    pub const fn map(&self) -> u8 {
+        self.map
+    }
+
+    /// Entries taken in the group.
+    pub const fn cnt(&self) -> u8 {
+        self.cnt
+    }
+
+    /// The entries of the group this node takes, as a bit map: the `cnt`
+    /// lowest bits clear in the snapshot.
+    pub const fn taken(&self) -> u8 {
+        let mut out = 0u8;
+        let mut left = self.cnt;
+        let mut i = 0;
+        while i < GROUP_SIZE && left > 0 {
+            if self.map & (1 << i) == 0 {
+                out |= 1 << i;
+                left -= 1;
+            }
+            i += 1;
+        }
+        out
+    }
+}
+
+/// A node as the reference vectors show it: `(group base, map, cnt)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TidNodeInfo {
+    /// Absolute RcvArray index of the group's first entry.
+    pub base: u32,
+    /// The group's map when it was chosen.
+    pub map: u8,
+    /// Entries taken in the group.
+    pub cnt: u8,
+}
+
+/// The RcvArray entries reserved for one segment, as
+/// [`TidGroups::allocate`] chose them. A small value the caller keeps in
+/// its flow record until it calls [`TidGroups::unprogram`].
+///
+/// It remembers which `TidGroups` made it and carries a ticket that the
+/// groups record in every entry [`TidGroups::program`] fills, so
+/// [`TidGroups::unprogram`] can tell a live allocation from a stale,
+/// foreign or already released one.
+///
+/// The default value holds nothing and belongs to no context: program and
+/// unprogram reject it with [`AllocError::Foreign`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TidAlloc {
+    instance: u32,
+    expected_base: u32,
+    version: u64,
+    ticket: u32,
+    nsets: u8,
+    nodes: ArrayVec<TidNode, MAX_PAGESETS>,
+}
+
+impl TidAlloc {
+    /// The chosen groups, in allocation order. Kernel: `flow->tnode[]`.
+    pub fn nodes(&self) -> &[TidNode] {
+        &self.nodes
+    }
+
+    /// The chosen groups as `(base, map, cnt)`, in allocation order.
+    pub fn tnodes(&self) -> impl Iterator<Item = TidNodeInfo> + '_ {
+        let eb = self.expected_base;
+        self.nodes.iter().map(move |n| TidNodeInfo {
+            base: group_base(eb, n.group),
+            map: n.map,
+            cnt: n.cnt,
+        })
+    }
+
+    /// Number of page sets (and RcvArray entries) the allocation covers.
+    pub const fn set_count(&self) -> usize {
+        self.nsets as usize
+    }
+
+    /// True for an allocation that holds nothing (the default value).
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+}
+
+/// What [`TidGroups::program`] produced for a segment.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Programmed {
+    /// The TID entries to send to the peer, in order.
+    /// Kernel: `flow->tid_entry[0..tidcnt)`.
+    pub tid_entries: ArrayVec<TidEntry, MAX_PAGESETS>,
+    /// Packets the segment takes at the path MTU given: the sum over TID
+    /// entries of `ceil(LEN / (pmtu / 4096))`. Kernel: `flow->npkts`.
+    pub npkts: u32,
+}
+
+/// Absolute index of group `g`'s first entry.
+const fn group_base(expected_base: u32, g: u16) -> u32 {
+    expected_base.wrapping_add((g as u32).wrapping_mul(TID_GROUP_SIZE as u32))
+}
+
+/// The TID groups of one receive context.
+///
+/// Fixed capacity ([`MAX_TID_GROUPS`]), no allocation. About 10 KiB: the
+/// kernel keeps it inside its (heap-allocated) context, not on a stack;
+/// [`TidGroups::reset`] re-initialises one in place.
+///
+/// # Locking
+///
+/// The type does no locking of its own. It is context state the driver
+/// guards with `exp_lock`: hold that lock (in this workspace, the guard
+/// of `tid-flow`'s context) for every call, including [`Self::allocate`]
+/// followed by [`Self::program`], which must see the same state. The type
+/// is `Send` but not `Sync`: `allocate` takes `&self` yet advances an
+/// internal ticket counter, so shared references must not cross threads.
+pub struct TidGroups {
+    instance: u32,
+    expected_base: u32,
+    ngroups: u16,
+    /// Bumped by every program and unprogram: an allocation is only good
+    /// for the state it was computed from.
+    version: u64,
+    /// Ticket for the next allocation (never 0).
+    next_ticket: Cell<u32>,
+    /// Entries in use over all groups.
+    in_use: u32,
+    lists: [ListHead; 3],
+    groups: [Group; MAX_TID_GROUPS],
+    /// Ticket of the allocation that holds each entry; 0 = free.
+    owner: [[u32; TID_GROUP_SIZE]; MAX_TID_GROUPS],
+}
+
+impl core::fmt::Debug for TidGroups {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TidGroups")
+            .field("expected_base", &self.expected_base)
+            .field("ngroups", &self.ngroups)
+            .field("free", &self.list_len(GroupList::Free))
+            .field("used", &self.list_len(GroupList::Used))
+            .field("full", &self.list_len(GroupList::Full))
+            .field("entries_in_use", &self.in_use)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TidGroups {
+    /// `ngroups` groups of eight entries starting at absolute RcvArray
+    /// index `expected_base`, all on the free list in index order (group
+    /// `i` covers `expected_base + 8 i ..= expected_base + 8 i + 7`).
+    ///
+    /// Kernel: `hfi1_alloc_ctxt_rcv_groups()`.
+    ///
+    /// # Errors
+    ///
+    /// [`AllocError::BadGroupCount`] unless `1 <= ngroups <= 256`;
+    /// [`AllocError::BadBase`] if `expected_base` is not a multiple of 8 or
+    /// the groups would pass the end of the `u32` index space.
+    pub fn new(expected_base: u32, ngroups: usize) -> Result<Self, AllocError> {
+        let mut g = Self {
+            instance: 0,
+            expected_base: 0,
+            ngroups: 0,
+            version: 0,
+            next_ticket: Cell::new(1),
+            in_use: 0,
+            lists: [ListHead::EMPTY; 3],
+            groups: [Group::EMPTY; MAX_TID_GROUPS],
+            owner: [[0; TID_GROUP_SIZE]; MAX_TID_GROUPS],
+        };
+        g.reset(expected_base, ngroups)?;
+        Ok(g)
+    }
+
+    /// Re-initialises in place, as [`Self::new`] builds it; every earlier
+    /// allocation becomes foreign. On error nothing changes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::new`].
+    pub fn reset(&mut self, expected_base: u32, ngroups: usize) -> Result<(), AllocError> {
+        if ngroups == 0 || ngroups > MAX_TID_GROUPS {
+            return Err(AllocError::BadGroupCount(ngroups));
+        }
+        let span = (ngroups as u32).wrapping_mul(TID_GROUP_SIZE as u32);
+        if expected_base % TID_GROUP_SIZE as u32 != 0 || expected_base.checked_add(span).is_none() {
+            return Err(AllocError::BadBase(expected_base));
+        }
+        let mut instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
+        if instance == 0 {
+            instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
+        }
+        self.instance = instance;
+        self.expected_base = expected_base;
+        self.ngroups = ngroups as u16;
+        self.version = 0;
+        self.next_ticket.set(1);
+        self.in_use = 0;
+        self.lists = [ListHead::EMPTY; 3];
+        self.groups = [Group::EMPTY; MAX_TID_GROUPS];
+        self.owner = [[0; TID_GROUP_SIZE]; MAX_TID_GROUPS];
+        for i in 0..self.ngroups {
+            self.append(i, GroupList::Free);
+        }
+        Ok(())
+    }
+
+    /// Absolute index of the context's first RcvArray entry.
+    pub const fn expected_base(&self) -> u32 {
+        self.expected_base
+    }
+
+    /// Number of groups.
+    pub const fn group_count(&self) -> usize {
+        self.ngroups as usize
+    }
+
+    /// Groups on `which` list.
+    pub fn list_len(&self, which: GroupList) -> usize {
+        self.lists.get(which.index()).map_or(0, |l| l.len as usize)
+    }
+
+    /// Groups with no entry in use.
+    pub fn free_groups(&self) -> usize {
+        self.list_len(GroupList::Free)
+    }
+
+    /// RcvArray entries in use over all groups.
+    pub const fn entries_in_use(&self) -> u32 {
+        self.in_use
+    }
+
+    /// Group `index` (0-based), or `None` past the last group.
+    pub fn group(&self, index: usize) -> Option<GroupView> {
+        if index >= self.ngroups as usize {
+            return None;
+        }
+        let g = self.groups.get(index)?;
+        Some(GroupView {
+            base: group_base(self.expected_base, index as u16),
+            used: g.used,
+            map: g.map,
+        })
+    }
+
+    /// The groups of one list, head to tail.
+    pub fn list(&self, which: GroupList) -> ListIter<'_> {
+        let head = self.lists.get(which.index()).map_or(NIL, |l| l.head);
+        ListIter {
+            groups: self,
+            cur: head,
+            left: self.ngroups,
+        }
+    }
+
+    // ---- list plumbing -------------------------------------------------
+
+    fn list_mut(&mut self, which: GroupList) -> Option<&mut ListHead> {
+        self.lists.get_mut(which.index())
+    }
+
+    fn link(&mut self, g: u16) -> Option<&mut Group> {
+        self.groups.get_mut(g as usize)
+    }
+
+    /// Appends group `g` (currently on no list) at the tail of `which`.
+    fn append(&mut self, g: u16, which: GroupList) {
+        let Some(l) = self.list_mut(which) else {
+            return;
+        };
+        let old_tail = l.tail;
+        l.tail = g;
+        if old_tail == NIL {
+            l.head = g;
+        }
+        l.len = l.len.wrapping_add(1);
+        if let Some(t) = self.link(old_tail) {
+            t.next = g;
+        }
+        if let Some(n) = self.link(g) {
+            n.prev = old_tail;
+            n.next = NIL;
+            n.list = which;
+        }
+    }
+
+    /// Takes group `g` off the list it is on.
+    fn unlink(&mut self, g: u16) {
+        let Some(&Group {
+            prev, next, list, ..
+        }) = self.groups.get(g as usize)
+        else {
+            return;
+        };
+        match self.link(prev) {
+            Some(p) => p.next = next,
+            None => {
+                if let Some(l) = self.list_mut(list) {
+                    l.head = next;
+                }
+            }
+        }
+        match self.link(next) {
+            Some(n) => n.prev = prev,
+            None => {
+                if let Some(l) = self.list_mut(list) {
+                    l.tail = prev;
+                }
+            }
+        }
+        if let Some(l) = self.list_mut(list) {
+            l.len = l.len.wrapping_sub(1);
+        }
+        if let Some(n) = self.link(g) {
+            n.prev = NIL;
+            n.next = NIL;
+        }
+    }
+
+    /// Moves group `g` to the tail of `to`. Kernel: `tid_group_move()`.
+    fn move_to(&mut self, g: u16, to: GroupList) {
+        self.unlink(g);
+        self.append(g, to);
+    }
+
+    fn head(&self, which: GroupList) -> u16 {
+        self.lists.get(which.index()).map_or(NIL, |l| l.head)
+    }
+
+    fn next_of(&self, g: u16) -> u16 {
+        self.groups.get(g as usize).map_or(NIL, |n| n.next)
+    }
+
+    fn counters(&self, g: u16) -> (u8, u8) {
+        self.groups
+            .get(g as usize)
+            .map_or((0, 0), |n| (n.used, n.map))
+    }
+
+    // ---- allocate / program / unprogram --------------------------------
+
+    /// Chooses RcvArray entries for `sets.len()` page sets without changing
+    /// anything. Kernel: `kern_alloc_tids()`.
+    ///
+    /// Three passes, each recording `(group, map snapshot, count)` nodes:
+    /// 1. whole free groups, head first, `n / 8` of them;
+    /// 2. partly used groups, head first, each giving
+    ///    `min(remaining, 8 - used)`;
+    /// 3. the one free group after the last one pass 1 took (the head of
+    ///    the free list if pass 1 took none), giving `min(remaining, 8)`.
+    ///
+    /// Quirk 2 of the vectors' README is kept: pass 3 takes at most one
+    /// group (enough, since the remainder is then below 8), and if pass 1
+    /// ran off the end of the free list, pass 3 does not run at all.
+    ///
+    /// # Locking
+    ///
+    /// Under `exp_lock`, in the same critical section as the
+    /// [`Self::program`] that uses the result.
+    ///
+    /// # Errors
+    ///
+    /// [`AllocError::NoSpace`] (the driver's `-EAGAIN`) when the passes do
+    /// not find enough entries; [`AllocError::NoPageSets`],
+    /// [`AllocError::OddPageSets`] or [`AllocError::TooManyPageSets`] for
+    /// 0, an odd number, or more than 64 sets. Odd counts are refused on
+    /// purpose (the driver only warns, quirk 3): they break the pair
+    /// alignment of the group maps and let two flows share one RcvArray
+    /// pair. Nothing changes on any error.
+    pub fn allocate(&self, sets: &[PageSet]) -> Result<TidAlloc, AllocError> {
+        let n = sets.len();
+        if n == 0 {
+            return Err(AllocError::NoPageSets);
+        }
+        if n > MAX_PAGESETS {
+            return Err(AllocError::TooManyPageSets);
+        }
+        if n % 2 == 1 {
+            return Err(AllocError::OddPageSets(n));
+        }
+        let mut nodes: ArrayVec<TidNode, MAX_PAGESETS> = ArrayVec::new();
+        // Every node takes at least one entry and the passes stop once
+        // `n <= 64` entries are found, so `nodes` cannot overflow; should it,
+        // the allocation fails cleanly.
+        let mut add = |group: u16, map: u8, cnt: u8| {
+            nodes
+                .try_push(TidNode { group, map, cnt })
+                .map_err(|_| AllocError::NoSpace)
+        };
+        let mut taken = 0usize;
+        let mut whole = n / TID_GROUP_SIZE;
+        // Where pass 1 stopped: None = it did not run.
+        let mut last_whole: Option<u16> = None;
+        let mut ran_off = false;
+        let mut done = false;
+
+        if whole > 0 {
+            let mut g = self.head(GroupList::Free);
+            loop {
+                if g == NIL {
+                    ran_off = true;
+                    break;
+                }
+                add(g, self.counters(g).1, GROUP_SIZE)?;
+                taken += TID_GROUP_SIZE;
+                last_whole = Some(g);
+                whole -= 1;
+                if whole == 0 {
+                    break;
+                }
+                g = self.next_of(g);
+            }
+            done = taken >= n;
+        }
+
+        if !done {
+            let mut g = self.head(GroupList::Used);
+            while g != NIL {
+                let (used, map) = self.counters(g);
+                let room = GROUP_SIZE.saturating_sub(used) as usize;
+                let take = room.min(n - taken);
+                add(g, map, take as u8)?;
+                taken += take;
+                if taken >= n {
+                    done = true;
+                    break;
+                }
+                g = self.next_of(g);
+            }
+        }
+
+        if !done {
+            if ran_off {
+                return Err(AllocError::NoSpace);
+            }
+            let g = match last_whole {
+                None => self.head(GroupList::Free),
+                Some(last) => self.next_of(last),
+            };
+            if g == NIL {
+                return Err(AllocError::NoSpace);
+            }
+            let take = TID_GROUP_SIZE.min(n - taken);
+            add(g, self.counters(g).1, take as u8)?;
+            taken += take;
+            if taken < n {
+                return Err(AllocError::NoSpace);
+            }
+        }
+
+        let ticket = self.next_ticket.get();
+        self.next_ticket.set(match ticket.wrapping_add(1) {
+            0 => 1,
+            t => t,
+        });
+        Ok(TidAlloc {
+            instance: self.instance,
+            expected_base: self.expected_base,
+            version: self.version,
+            ticket,
+            nsets: n as u8,
+            nodes,
+        })
+    }
+
+    /// Checks that `alloc` was made by this context.
+    fn check_owner(&self, alloc: &TidAlloc) -> Result<(), AllocError> {
+        if alloc.instance != self.instance
+            || alloc.instance == 0
+            || alloc.expected_base != self.expected_base
+        {
+            return Err(AllocError::Foreign);
+        }
+        Ok(())
+    }
+
+    /// Programs the entries `alloc` chose with `sets`, moves the groups
+    /// between lists and builds the TID entries. Kernel:
+    /// `kern_program_rcvarray()` / `kern_program_rcv_group()`.
+    ///
+    /// For each node the group's eight entries are visited in order; an
+    /// entry taken in the snapshot, or beyond the node's count, gets a
+    /// write-combining fill; every other entry takes the next page set:
+    /// `put_tid` EXPECTED with the set's `dma` and order, or INVALID for a
+    /// filler. Two free entries at an even position form a pair (one TID
+    /// entry, CTRL 3, LEN = pages of both) when the node needs at least two
+    /// more; otherwise an entry yields CTRL 1 (even) or 2 (odd), and a
+    /// filler CTRL 1. Each TID entry adds `ceil(LEN / (pmtu / 4096))`
+    /// packets. A group moves free→used at its first entry and used→full at
+    /// its eighth (quirk 4). A pair of two fillers gives a LEN 0 entry
+    /// (quirk 5; `find_phys_blocks` never produces one).
+    ///
+    /// # Locking
+    ///
+    /// Under `exp_lock`, right after the [`Self::allocate`] that made
+    /// `alloc`.
+    ///
+    /// # Errors
+    ///
+    /// Checked before anything is written, so nothing changes on error:
+    /// [`AllocError::Foreign`] for an allocation of another context;
+    /// [`AllocError::Stale`] if the groups changed since `allocate`;
+    /// [`AllocError::SetCountMismatch`] if `sets` is not the list the
+    /// allocation was made for; [`AllocError::BadPageSet`] for a count that
+    /// is not 0 or a power of two up to 512; [`AllocError::BadPmtu`] for a
+    /// path MTU below 4096.
+    pub fn program(
+        &mut self,
+        rcv: &mut impl RcvArray,
+        alloc: &TidAlloc,
+        sets: &[PageSet],
+        pmtu: u32,
+    ) -> Result<Programmed, AllocError> {
+        self.check_owner(alloc)?;
+        if alloc.version != self.version {
+            return Err(AllocError::Stale);
+        }
+        if sets.len() != alloc.set_count() {
+            return Err(AllocError::SetCountMismatch {
+                expected: alloc.set_count(),
+                got: sets.len(),
+            });
+        }
+        if let Some((index, s)) = sets.iter().enumerate().find(|(_, s)| !s.is_programmable()) {
+            return Err(AllocError::BadPageSet {
+                index,
+                count: s.count,
+            });
+        }
+        let pmtu_pages = pmtu >> PAGE_SHIFT;
+        if pmtu_pages == 0 {
+            return Err(AllocError::BadPmtu(pmtu));
+        }
+        // The driver rounds up with a shift by log2 of the pages per packet
+        // (exact for the power-of-two MTUs; 10240 counts as 2 pages).
+        let pkt_shift = pmtu_pages.ilog2();
+
+        let mut out = Programmed::default();
+        let mut next_set = sets.iter();
+        for node in &alloc.nodes {
+            let g = node.group;
+            let rel_base = u32::from(g).wrapping_mul(TID_GROUP_SIZE as u32);
+            let abs_base = self.expected_base.wrapping_add(rel_base);
+            let mut cnt = 0u8;
+            let mut pages = 0u32;
+            let mut pair = false;
+            for i in 0..GROUP_SIZE {
+                let rcventry = abs_base.wrapping_add(u32::from(i));
+                if node.map & (1 << i) != 0 || cnt >= node.cnt {
+                    rcv.wc_fill(rcventry);
+                    continue;
+                }
+                // Cannot run out: the node counts add up to sets.len().
+                let set = next_set.next().copied().unwrap_or(PageSet::FILLER);
+                if set.is_filler() {
+                    rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
+                } else {
+                    rcv.put_tid(rcventry, RcvType::Expected, set.dma, set.order());
+                }
+                pages = pages.wrapping_add(u32::from(set.count));
+
+                let rel = rel_base.wrapping_add(u32::from(i));
+                let mut ctrl = if pair {
+                    3
+                } else if rel & 1 == 1 {
+                    2
+                } else {
+                    1
+                };
+                pair = i & 1 == 0
+                    && (node.map >> i) & 3 == 0
+                    && u16::from(node.cnt) >= u16::from(cnt) + 2;
+                if !pair {
+                    if set.is_filler() {
+                        ctrl = 1;
+                    }
+                    // Fits: rel < 2048 (256 groups) and pages <= 1024
+                    // (two sets of at most 512), both checked above.
+                    let entry = TidEntry::from_raw((rel >> 1) << 22 | ctrl << 20 | (pages & 0x7FF));
+                    // Cannot fail: at most one TID entry per page set.
+                    let _ = out.tid_entries.try_push(entry);
+                    out.npkts = out
+                        .npkts
+                        .wrapping_add(pages.wrapping_add(pmtu_pages - 1) >> pkt_shift);
+                    pages = 0;
+                }
+
+                let (used, _) = self.counters(g);
+                if used == GROUP_SIZE - 1 {
+                    self.move_to(g, GroupList::Full);
+                } else if used == 0 {
+                    self.move_to(g, GroupList::Used);
+                }
+                if let Some(grp) = self.link(g) {
+                    grp.used = grp.used.wrapping_add(1);
+                    grp.map |= 1 << i;
+                }
+                if let Some(o) = self
+                    .owner
+                    .get_mut(g as usize)
+                    .and_then(|o| o.get_mut(i as usize))
+                {
+                    *o = alloc.ticket;
+                }
+                cnt += 1;
+            }
+        }
+        self.in_use = self.in_use.wrapping_add(u32::from(alloc.nsets));
+        self.version = self.version.wrapping_add(1);
+        Ok(out)
+    }
+
+    /// Releases the entries `alloc` holds: each is written INVALID, the
+    /// group's `used` and `map` fall, and the group moves full→used and
+    /// used→free as it empties (to the tail, quirk 4). Entries of a touched
+    /// group that `alloc` does not hold get a write-combining fill.
+    /// Kernel: `kern_unprogram_rcv_group()` for every node, as
+    /// `hfi1_kern_exp_rcv_clear()` calls it.
+    ///
+    /// # Locking
+    ///
+    /// Under `exp_lock`.
+    ///
+    /// # Errors
+    ///
+    /// Checked before anything is written, so nothing changes on error:
+    /// [`AllocError::Foreign`] for an allocation of another context (or the
+    /// empty default); [`AllocError::Stale`] unless every entry `alloc`
+    /// would release is held by this very allocation, i.e. it was
+    /// programmed and not yet released. Ownership is a 32-bit ticket per
+    /// allocation, recorded in each entry; a stale copy could only pass
+    /// again after 2^32 further allocations, with the same entries held by
+    /// the one allocation that reused its ticket.
+    pub fn unprogram(
+        &mut self,
+        rcv: &mut impl RcvArray,
+        alloc: &TidAlloc,
+    ) -> Result<(), AllocError> {
+        self.check_owner(alloc)?;
+        if alloc.nodes.is_empty() || alloc.ticket == 0 {
+            return Err(AllocError::Stale);
+        }
+        for node in &alloc.nodes {
+            let Some(owners) = self.owner.get(node.group as usize) else {
+                return Err(AllocError::Stale);
+            };
+            if node.group >= self.ngroups {
+                return Err(AllocError::Stale);
+            }
+            let taken = node.taken();
+            if taken.count_ones() != u32::from(node.cnt) {
+                return Err(AllocError::Stale);
+            }
+            for (i, &o) in owners.iter().enumerate() {
+                if taken & (1 << i) != 0 && o != alloc.ticket {
+                    return Err(AllocError::Stale);
+                }
+            }
+        }
+
+        for node in &alloc.nodes {
+            let g = node.group;
+            let abs_base = group_base(self.expected_base, g);
+            let mut cnt = 0u8;
+            for i in 0..GROUP_SIZE {
+                let rcventry = abs_base.wrapping_add(u32::from(i));
+                if node.map & (1 << i) != 0 || cnt >= node.cnt {
+                    rcv.wc_fill(rcventry);
+                    continue;
+                }
+                rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
+                let mut used = 0;
+                if let Some(grp) = self.link(g) {
+                    grp.used = grp.used.wrapping_sub(1);
+                    grp.map &= !(1 << i);
+                    used = grp.used;
+                }
+                if let Some(o) = self
+                    .owner
+                    .get_mut(g as usize)
+                    .and_then(|o| o.get_mut(i as usize))
+                {
+                    *o = 0;
+                }
+                cnt += 1;
+                if used == GROUP_SIZE - 1 {
+                    self.move_to(g, GroupList::Used);
+                } else if used == 0 {
+                    self.move_to(g, GroupList::Free);
+                }
+            }
+        }
+        self.in_use = self.in_use.wrapping_sub(u32::from(alloc.nsets));
+        self.version = self.version.wrapping_add(1);
+        Ok(())
+    }
+}
+
+/// The groups of one list, head to tail ([`TidGroups::list`]).
+#[derive(Debug, Clone)]
+pub struct ListIter<'a> {
+    groups: &'a TidGroups,
+    cur: u16,
+    /// Bound on the walk, so even a broken link could not loop forever.
+    left: u16,
+}
+
+impl Iterator for ListIter<'_> {
+    type Item = GroupView;
+
+    fn next(&mut self) -> Option<GroupView> {
+        if self.cur == NIL || self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let view = self.groups.group(self.cur as usize)?;
+        self.cur = self.groups.next_of(self.cur);
+        Some(view)
+    }
+}
