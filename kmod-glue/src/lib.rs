@@ -1,6 +1,45 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! C ABI and kernel platform: links the engine into a kernel module.
+//! C ABI and kernel platform: links the TID RDMA engine into a kernel module.
 //!
-//! Not built yet: this crate arrives with the kmod-glue issue. It exports
-//! nothing until then.
+//! A C driver (the self-test module under `kbuild/`, or the rebuilt
+//! `hfi1.ko` under `hfi1/`) sees only the functions of [`abi`], declared in
+//! `include/hfi1_tid.h`; a test in `tests/header.rs` parses that header and
+//! compares it with the Rust definitions. Every object crossing the boundary
+//! is either a plain integer, a `#[repr(C)]` struct, or an opaque handle
+//! that only this crate dereferences. Errors are negative errno values
+//! ([`errno`]); this is the only crate of the workspace that knows them.
+//!
+//! The kernel platform lives in C (`kbuild/glue.c`): spinlocks, the
+//! workqueue, QP references, `kmalloc`/`kfree`, DMA mapping and CSR writes
+//! reach Rust as callbacks in [`platform::ChipOps`] or as the few
+//! `hfi1_tid_*` symbols the kernel-only module `kernel` imports
+//! (allocator, panic). That module only exists for `target_os = "none"`,
+//! so the host builds, lints and tests everything else.
+//!
+//! # Panics
+//!
+//! None of the exported functions can panic on any input: the crate denies
+//! `unwrap`, `expect`, `panic!` and slice indexing outside tests (as every
+//! library crate of the workspace does), null and out-of-range arguments
+//! come back as `-EINVAL`, and arithmetic on caller values is checked or
+//! wrapping. Should a bug panic anyway, the kernel panic handler prints the
+//! message and BUGs, as Rust-for-Linux does.
 #![cfg_attr(not(test), no_std)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+#[cfg(any(feature = "sim", target_os = "none"))]
+extern crate alloc;
+
+pub mod abi;
+pub mod errno;
+#[cfg(target_os = "none")]
+pub mod kernel;
+pub mod platform;

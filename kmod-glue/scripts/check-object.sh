@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+#
+# check-object.sh <rust object> <kernel build tree>
+# Refuses a Rust object the module loader or the kernel would not accept:
+#  - relocations other than R_X86_64_{64,32S,PC32,PLT32} (a GOT relocation
+#    passes kbuild and modpost and only fails at insmod),
+#  - undefined symbols other than the kernel's mem* functions, the
+#    retpoline/return thunks and our own hfi1_tid_* C callbacks,
+#  - any SSE register use (the kernel does not save FPU state for us),
+#  - any objtool complaint with the flags kbuild uses for module objects.
+set -euo pipefail
+obj=$1 kdir=$2
+fail=0
+
+bad_rel=$(readelf -rW "$obj" | awk '/^ *[0-9a-f]+ +[0-9a-f]+ R_X86_64_/ {print $3}' |
+    sort -u | grep -Ev '^R_X86_64_(64|32S|PC32|PLT32)$' || true)
+if [ -n "$bad_rel" ]; then
+    echo "check-object: forbidden relocations: $bad_rel" >&2
+    fail=1
+fi
+
+bad_undef=$(nm -u "$obj" | awk '{print $2}' |
+    grep -Ev '^(memcpy|memset|memmove|memcmp|__x86_return_thunk|__x86_indirect_thunk_[a-z0-9]+|hfi1_tid_[A-Za-z0-9_]+)$' || true)
+if [ -n "$bad_undef" ]; then
+    echo "check-object: unexpected undefined symbols:" $bad_undef >&2
+    fail=1
+fi
+
+if objdump -d "$obj" | grep -Eq '%[xyz]mm[0-9]'; then
+    echo "check-object: SSE/AVX registers used:" >&2
+    objdump -d "$obj" | grep -E '%[xyz]mm[0-9]' | head -5 >&2
+    fail=1
+fi
+
+objtool=$kdir/tools/objtool/objtool
+if [ ! -x "$objtool" ]; then
+    echo "check-object: no objtool at $objtool" >&2
+    fail=1
+else
+    tmp=$(mktemp)
+    cp "$obj" "$tmp"
+    out=$("$objtool" --hacks=jump_label --hacks=noinstr --orc --retpoline --rethunk \
+        --sls --static-call --uaccess --module "$tmp" 2>&1 || echo "objtool exit status $?")
+    rm -f "$tmp"
+    if [ -n "$out" ]; then
+        echo "check-object: objtool: $out" >&2
+        fail=1
+    fi
+fi
+
+[ "$fail" = 0 ] && echo "check-object: $(basename "$obj") ok ($(nm --defined-only -g "$obj" | wc -l) exported symbols)"
+exit "$fail"
