@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! Unit tests of the wait queues on the sim platform (lock-order checker
+//! on).
+
+use super::*;
+use hfi1_hal::lock_order::LockToken;
+use hfi1_hal::sim::lockdep::{self, CheckedSpinLock};
+use hfi1_hal::sim::{SimRef, SimScheduler};
+
+struct T;
+
+impl WaitPlatform for T {
+    type Lock = CheckedSpinLock;
+    type Ext = ();
+    type Ref = SimRef<Qp<T>>;
+    type Sched = SimScheduler<SimRef<Qp<T>>>;
+}
+
+struct Ctx {
+    exp: Lock<ExpLock, CheckedSpinLock, WaitQueues<SimRef<Qp<T>>>>,
+}
+
+struct Q(WaitQueues<SimRef<Qp<T>>>);
+
+impl AsMut<WaitQueues<SimRef<Qp<T>>>> for Q {
+    fn as_mut(&mut self) -> &mut WaitQueues<SimRef<Qp<T>>> {
+        &mut self.0
+    }
+}
+
+fn qp(n: u32) -> SimRef<Qp<T>> {
+    SimRef::new(Qp::new(n + 100, n, n % 2, Lock::new(SendState::default())))
+}
+
+fn ctx(slots: u32) -> Ctx {
+    Ctx {
+        exp: Lock::new(WaitQueues::new(slots).unwrap()),
+    }
+}
+
+#[test]
+fn enqueue_is_fifo_idempotent_and_holds_a_reference() {
+    let c = ctx(4);
+    let dev = DevCounters::new();
+    let qps: Vec<_> = (0..3).map(qp).collect();
+    let mut root = LockToken::root();
+    for q in &qps {
+        let mut s = q.s_lock.lock(&mut root);
+        let (st, tok) = s.parts();
+        let mut e = c.exp.lock(tok);
+        e.enqueue(QueueKind::RcvArray, q, st, &dev).unwrap();
+        e.enqueue(QueueKind::RcvArray, q, st, &dev).unwrap();
+        e.enqueue(QueueKind::Flow, q, st, &dev).unwrap();
+        assert!(st.waiting());
+    }
+    {
+        let mut s = qps[0].s_lock.lock(&mut root);
+        let e = c.exp.lock(s.token());
+        assert_eq!(e.iter(QueueKind::RcvArray).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(e.len(QueueKind::Flow), 0);
+        assert_eq!(e.enqueued(QueueKind::RcvArray), 3);
+        assert_eq!(e.membership(1), Membership::Queued(QueueKind::RcvArray));
+        assert_eq!(e.ticket(2), Some(3));
+    }
+    assert_eq!(dev.tid_waits(), 3);
+    assert!(qps.iter().all(|q| q.live_refs() == 2));
+
+    // Waiters: the head that waits sees nobody ahead; the others do.
+    {
+        let mut s = qps[0].s_lock.lock(&mut root);
+        let (st, tok) = s.parts();
+        let e = c.exp.lock(tok);
+        assert!(!e.waiters(QueueKind::RcvArray, &qps[0], st));
+        assert!(!e.waiters(QueueKind::Flow, &qps[0], st));
+    }
+    {
+        let mut s = qps[1].s_lock.lock(&mut root);
+        let (st, tok) = s.parts();
+        let e = c.exp.lock(tok);
+        assert!(e.waiters(QueueKind::RcvArray, &qps[1], st));
+    }
+
+    // Dequeue from the middle, then the head.
+    for i in [1usize, 0] {
+        let mut s = qps[i].s_lock.lock(&mut root);
+        let (st, tok) = s.parts();
+        let mut e = c.exp.lock(tok);
+        assert_eq!(e.dequeue(QueueKind::RcvArray, &qps[i], st), None);
+        assert_eq!(e.dequeue(QueueKind::RcvArray, &qps[i], st), None);
+        assert!(!st.waiting());
+    }
+    {
+        let mut s = qps[2].s_lock.lock(&mut root);
+        let e = c.exp.lock(s.token());
+        assert_eq!(e.iter(QueueKind::RcvArray).collect::<Vec<_>>(), [2]);
+        assert_eq!(e.dequeued(QueueKind::RcvArray), 2);
+    }
+    assert_eq!(
+        qps.iter().map(|q| q.live_refs()).collect::<Vec<_>>(),
+        [1, 1, 2]
+    );
+    assert_eq!(lockdep::violations(), 0);
+}
+
+#[test]
+fn first_and_deliver_wake_the_right_way() {
+    let c = ctx(2);
+    let dev = DevCounters::new();
+    let sched: SimScheduler<SimRef<Qp<T>>> = SimScheduler::new();
+    let a = qp(0);
+    let b = qp(1);
+    let mut root = LockToken::root();
+    for q in [&a, &b] {
+        let mut s = q.s_lock.lock(&mut root);
+        let (st, tok) = s.parts();
+        let mut e = c.exp.lock(tok);
+        e.enqueue(QueueKind::Flow, q, st, &dev).unwrap();
+    }
+    // `a` is the head: delivering from `a` triggers it directly.
+    {
+        let mut s = a.s_lock.lock(&mut root);
+        let w = {
+            let e = c.exp.lock(s.token());
+            e.first(QueueKind::Flow)
+        };
+        assert_eq!(a.live_refs(), 3);
+        w.deliver(&a, &mut s, &sched);
+    }
+    assert_eq!((sched.pending_sends(), sched.pending_work()), (1, 0));
+    assert_eq!(a.live_refs(), 3, "queue + own + the send request");
+    drop(sched.pop_send());
+    // From `b`, the head `a` gets deferred work; twice coalesces.
+    for _ in 0..2 {
+        let mut s = b.s_lock.lock(&mut root);
+        let w = {
+            let e = c.exp.lock(s.token());
+            e.first(QueueKind::Flow)
+        };
+        w.deliver(&b, &mut s, &sched);
+    }
+    assert_eq!((sched.pending_work(), sched.triggers_coalesced()), (1, 1));
+    assert_eq!(a.live_refs(), 3, "queue + own + the pending work");
+    let (cpu, r) = sched.pop_work().unwrap();
+    assert_eq!(cpu, 0);
+    assert!(trigger_resume::<T>(r, &mut root, |q, _| {
+        assert!(QpRef::same(q, &a));
+    }));
+    assert_eq!(a.live_refs(), 2);
+    assert_eq!(lockdep::violations(), 0);
+}
+
+#[test]
+fn flush_leaves_the_queue_and_drops_the_reference() {
+    let c = Lock::<ExpLock, CheckedSpinLock, _>::new(Q(WaitQueues::new(2).unwrap()));
+    let dev = DevCounters::new();
+    let a = qp(0);
+    let mut root = LockToken::root();
+    {
+        let mut s = a.s_lock.lock(&mut root);
+        let (st, tok) = s.parts();
+        let mut e = c.lock(tok);
+        e.0.enqueue(QueueKind::RcvArray, &a, st, &dev).unwrap();
+    }
+    assert_eq!(a.live_refs(), 2);
+    {
+        let mut s = a.s_lock.lock(&mut root);
+        flush_wait::<T, Q>(&a, &mut s, &c);
+        assert!(!s.waiting());
+        flush_wait::<T, Q>(&a, &mut s, &c);
+    }
+    assert_eq!(a.live_refs(), 1);
+    let mut s = a.s_lock.lock(&mut root);
+    let e = c.lock(s.token());
+    assert!(e.0.is_empty());
+    assert_eq!(e.0.dequeued(QueueKind::RcvArray), 1);
+}
+
+#[test]
+fn bad_slot_is_an_error_and_trigger_resume_skips_non_waiters() {
+    let c = ctx(1);
+    let dev = DevCounters::new();
+    let far = qp(5);
+    let mut root = LockToken::root();
+    {
+        let mut s = far.s_lock.lock(&mut root);
+        let (st, tok) = s.parts();
+        let mut e = c.exp.lock(tok);
+        assert_eq!(
+            e.enqueue(QueueKind::Flow, &far, st, &dev),
+            Err(WaitError::BadSlot(5))
+        );
+        assert!(!st.waiting());
+    }
+    let mut ran = false;
+    assert!(!trigger_resume::<T>(QpRef::get(&far), &mut root, |_, _| {
+        ran = true
+    }));
+    assert!(!ran);
+    assert_eq!(far.live_refs(), 1);
+}
+
+#[test]
+fn qp_to_rcd_maps_like_the_kernel() {
+    assert_eq!(qp_to_rcd(0, 1, 5), Ok(0));
+    assert_eq!(qp_to_rcd(7, 1, 5), Ok(4));
+    assert_eq!(qp_to_rcd(9, 0, 3), Ok(2));
+    assert_eq!(qp_to_rcd(1, 40, 3), Ok(1));
+    assert_eq!(qp_to_rcd(1, 1, 1), Err(WaitError::NoContexts));
+}
