@@ -1,7 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! TID RDMA READ: wire formats, OPFN, qualification, the requester and
-//! responder paths, and error/restart handling.
+//! TID RDMA READ: wire formats, OPFN, qualification, READ_RESP building and
+//! READ_REQ validation (SPEC §3 and §5 "tid-read-proto").
 //!
-//! Not built yet: this crate arrives with the READ issue (SPEC §5
-//! "tid-read-proto"). It exports nothing until then.
+//! Modules:
+//!
+//! - [`wire`]: zero-copy views and `Repr`s of every header a TID RDMA READ
+//!   packet carries (9B LRH, BTH, KDETH, RETH, AETH, the READ_REQ and
+//!   READ_RESP headers, the TID-entry payload), the invariant CRC, and the
+//!   ERF record that wraps one packet in a capture file;
+//! - [`opfn`]: the 64-bit TID parameter word exchanged by OPFN and the
+//!   negotiation steps (request, reply, response, error);
+//! - [`qualify`]: which RDMA READ work requests become TID RDMA READs, and
+//!   their segment and PSN arithmetic;
+//! - [`read_resp`]: the responder's per-packet READ_RESP builder with a
+//!   rewindable cursor, and the requester's READ_REQ builder;
+//! - [`read_req`]: validation of a received READ_REQ at the responder, with
+//!   typed NAK codes.
+//!
+//! Everything here is a pure function or a plain value over its inputs: no
+//! lock is taken or needed. Still to come (they build on `tid-flow`, which
+//! owns the hardware flows and the flow ring): the requester and responder
+//! state machines, receive-side KDETH error handling, restart and duplicate
+//! request handling.
 #![cfg_attr(not(test), no_std)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+pub mod opfn;
+pub mod qualify;
+pub mod read_req;
+pub mod read_resp;
+pub mod wire;

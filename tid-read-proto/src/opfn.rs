@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! OPFN: the TID RDMA parameter word and its negotiation (SPEC §3, §5).
+//!
+//! Two QPs exchange one 64-bit word each through OPFN (an atomic request
+//! with a special key, handled by `opfn.c` in the driver). The word packs
+//! [`TidParams`]:
+//!
+//! ```text
+//! 63..56 ctxt (qp & 0xFF)      55..48 KDETH prefix ((qp >> 16) & 0xFF)
+//! 47..37 max_len / 4096 - 1    36..32 timeout      31..26 reserved
+//! 25     urg                   24..22 version      21..16 jkey
+//! 15..10 max_read              9..4   max_write    3..0   capability code
+//! ```
+//!
+//! Quirks kept from the driver (the vectors check each of them): the version
+//! is never encoded and never decoded; bits 8..15 and 24..31 of `qp` are
+//! lost; `max_len` is taken modulo 8 MiB in 4 KiB units (the `- 1` wraps in
+//! 32-bit arithmetic, so a `max_len` below 4 KiB comes back as 8 MiB and
+//! 8 MiB + 4 KiB comes back as 4 KiB); every other field is masked to its
+//! width; the capability code and reserved bits are ignored on decode.
+
+use hfi1_hal::consts::{
+    KDETH_QP_PREFIX, KDETH_QP_PREFIX_SHIFT, MAX_READ_SEGS_PER_REQ, MAX_SEGMENT_SIZE,
+    MAX_WRITE_SEGS_PER_REQ, PAGE_SHIFT,
+};
+
+const CTXT_SHIFT: u32 = 56;
+const KDETH_SHIFT: u32 = 48;
+const MAX_LEN_SHIFT: u32 = 37;
+const MAX_LEN_MASK: u64 = 0x7FF;
+const TIMEOUT_SHIFT: u32 = 32;
+const TIMEOUT_MASK: u64 = 0x1F;
+const URG_SHIFT: u32 = 25;
+const JKEY_SHIFT: u32 = 16;
+const SIX_BITS: u64 = 0x3F;
+const MAX_READ_SHIFT: u32 = 10;
+const MAX_WRITE_SHIFT: u32 = 4;
+/// The capability-code nibble, cleared before a received word is used.
+const CAPCODE_MASK: u64 = 0xF;
+
+/// The TID RDMA parameters of one side of a connection.
+/// Kernel: `struct tid_rdma_params` (without `version`, which the driver
+/// neither sends nor reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TidParams {
+    /// KDETH QPN of the side: prefix << 16 | receive context.
+    pub qp: u32,
+    /// Largest segment in bytes.
+    pub max_len: u32,
+    /// J_KEY of the receive context.
+    pub jkey: u16,
+    /// Segments of one READ in flight.
+    pub max_read: u8,
+    /// Segments of one WRITE in flight.
+    pub max_write: u8,
+    /// The QP's local ACK timeout exponent.
+    pub timeout: u8,
+    /// Urgent-interrupt capable (only bit 0 travels).
+    pub urg: u8,
+}
+
+impl TidParams {
+    /// Packs the parameters into the OPFN word.
+    /// Kernel: `tid_rdma_opfn_encode()`.
+    pub const fn encode(&self) -> u64 {
+        let max_len_units = ((self.max_len >> PAGE_SHIFT).wrapping_sub(1)) as u64;
+        ((self.qp as u64 & 0xFF) << CTXT_SHIFT)
+            | (((self.qp as u64 >> 16) & 0xFF) << KDETH_SHIFT)
+            | ((max_len_units & MAX_LEN_MASK) << MAX_LEN_SHIFT)
+            | ((self.timeout as u64 & TIMEOUT_MASK) << TIMEOUT_SHIFT)
+            | ((self.urg as u64 & 1) << URG_SHIFT)
+            | ((self.jkey as u64 & SIX_BITS) << JKEY_SHIFT)
+            | ((self.max_read as u64 & SIX_BITS) << MAX_READ_SHIFT)
+            | ((self.max_write as u64 & SIX_BITS) << MAX_WRITE_SHIFT)
+    }
+
+    /// Unpacks an OPFN word. Every word decodes; `max_len` is 4 KiB..=8 MiB.
+    /// Kernel: `tid_rdma_opfn_decode()`.
+    pub const fn decode(word: u64) -> Self {
+        let units = ((word >> MAX_LEN_SHIFT) & MAX_LEN_MASK) as u32;
+        Self {
+            qp: ((((word >> KDETH_SHIFT) & 0xFF) << 16) | ((word >> CTXT_SHIFT) & 0xFF)) as u32,
+            max_len: (units + 1) << PAGE_SHIFT,
+            jkey: ((word >> JKEY_SHIFT) & SIX_BITS) as u16,
+            max_read: ((word >> MAX_READ_SHIFT) & SIX_BITS) as u8,
+            max_write: ((word >> MAX_WRITE_SHIFT) & SIX_BITS) as u8,
+            timeout: ((word >> TIMEOUT_SHIFT) & TIMEOUT_MASK) as u8,
+            urg: ((word >> URG_SHIFT) & 1) as u8,
+        }
+    }
+
+    /// The local side's parameters for a QP whose receive context is
+    /// `ctxt`: KDETH QPN `0x80 << 16 | ctxt`, 256 KiB segments, 6 READ and
+    /// 4 WRITE segments in flight.
+    /// Kernel: `tid_rdma_opfn_init()` (with the default `kdeth_qp`).
+    pub const fn local(ctxt: u8, jkey: u16, timeout: u8, urg: bool) -> Self {
+        Self {
+            qp: (KDETH_QP_PREFIX << KDETH_QP_PREFIX_SHIFT) | ctxt as u32,
+            max_len: MAX_SEGMENT_SIZE,
+            jkey,
+            max_read: MAX_READ_SEGS_PER_REQ as u8,
+            max_write: MAX_WRITE_SEGS_PER_REQ as u8,
+            timeout,
+            urg: urg as u8,
+        }
+    }
+
+    /// How long the requester waits for a TID response before it gives up,
+    /// in microseconds: `((4096 << timeout) / 1000 << 3) * 7`, with
+    /// `timeout` as decoded (0..=31).
+    /// Kernel: the `tid_timer_timeout_jiffies` computation in
+    /// `tid_rdma_conn_reply()`, before the conversion to jiffies.
+    pub const fn tid_timer_timeout_us(&self) -> u64 {
+        let t = (self.timeout as u64) & TIMEOUT_MASK;
+        (((4096u64 << t) / 1000) << 3) * 7
+    }
+}
+
+const _: () = assert!(MAX_READ_SEGS_PER_REQ <= 0x3F && MAX_WRITE_SEGS_PER_REQ <= 0x3F);
+
+/// What the local side keeps about the peer once negotiation succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Remote {
+    /// The peer's decoded parameters.
+    pub params: TidParams,
+    /// Packets in one full segment: `max_len >> log2(pmtu)`, truncated to
+    /// 16 bits.
+    /// Kernel: `priv->pkts_ps`.
+    pub pkts_per_segment: u16,
+    /// Bits of a PSN that number packets inside a segment:
+    /// `ilog2(pkts_per_segment - 1) + 1` (0 for one-packet segments).
+    /// Kernel: `priv->timeout_shift`.
+    pub timeout_shift: u8,
+}
+
+/// One QP's side of the OPFN exchange: its own parameters and, when
+/// negotiated, the peer's. TID RDMA is used only while [`Self::remote`] is
+/// `Some`.
+///
+/// # Locking
+///
+/// The driver changes this under the QP's `opfn.lock`; here it is a plain
+/// value that the caller keeps wherever it keeps the QP's OPFN state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Negotiation {
+    local: TidParams,
+    remote: Option<Remote>,
+}
+
+impl Negotiation {
+    /// A QP that has not negotiated yet (TID RDMA off).
+    pub const fn new(local: TidParams) -> Self {
+        Self {
+            local,
+            remote: None,
+        }
+    }
+
+    /// The local parameters.
+    pub const fn local(&self) -> &TidParams {
+        &self.local
+    }
+
+    /// The peer's parameters, if negotiated.
+    pub const fn remote(&self) -> Option<&Remote> {
+        self.remote.as_ref()
+    }
+
+    /// The word the requester sends. Kernel: `tid_rdma_conn_req()`.
+    pub const fn request(&self) -> u64 {
+        self.local.encode()
+    }
+
+    /// Takes the peer's word (the reply at the requester, or the request at
+    /// the responder). The capability nibble is cleared first; a zero word,
+    /// or TID RDMA disabled locally (`tid_rdma_enabled` false, the driver's
+    /// `HFI1_CAP_IS_KSET(TID_RDMA)`), turns TID RDMA off. `pmtu` is the QP's
+    /// path MTU in bytes; an MTU of 0 (no path yet) also keeps TID RDMA
+    /// off.
+    ///
+    /// Returns true when negotiation is finished either way. The driver's
+    /// other `false` case, a failed allocation, cannot happen here.
+    /// Kernel: `tid_rdma_conn_reply()`.
+    pub fn reply(&mut self, word: u64, tid_rdma_enabled: bool, pmtu: u32) -> bool {
+        let word = word & !CAPCODE_MASK;
+        if word == 0 || !tid_rdma_enabled || pmtu == 0 {
+            self.remote = None;
+            return true;
+        }
+        let params = TidParams::decode(word);
+        let pkts = crate::qualify::div_mtu(params.max_len, pmtu);
+        // The driver stores the packet count in a u16.
+        #[allow(clippy::cast_possible_truncation)]
+        let pkts_per_segment = pkts as u16;
+        // ilog2(n - 1) + 1 computed in 32 bits, as the driver does: it is the
+        // index of the highest set bit of n - 1, plus one (0 for n == 1).
+        let below = u32::from(pkts_per_segment).wrapping_sub(1);
+        #[allow(clippy::cast_possible_truncation)] // at most 32
+        let timeout_shift = (u32::BITS - below.leading_zeros()) as u8;
+        self.remote = Some(Remote {
+            params,
+            pkts_per_segment,
+            timeout_shift,
+        });
+        true
+    }
+
+    /// The responder's step: take the requester's word and answer with the
+    /// local word, or 0 when TID RDMA stays off (which turns it off at the
+    /// requester too). Kernel: `tid_rdma_conn_resp()`.
+    pub fn respond(&mut self, word: u64, tid_rdma_enabled: bool, pmtu: u32) -> u64 {
+        if self.reply(word, tid_rdma_enabled, pmtu) && self.remote.is_some() {
+            self.request()
+        } else {
+            0
+        }
+    }
+
+    /// Forgets the peer (negotiation failed or the QP is reset).
+    /// Kernel: `tid_rdma_conn_error()`.
+    pub fn error(&mut self) {
+        self.remote = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_defaults_round_trip() {
+        let p = TidParams::local(3, 32, 14, true);
+        assert_eq!(p.qp, 0x80_0003);
+        let w = p.encode();
+        assert_eq!(w >> 56, 3);
+        assert_eq!((w >> 48) & 0xFF, 0x80);
+        assert_eq!((w >> 37) & 0x7FF, 63);
+        assert_eq!(TidParams::decode(w), p);
+    }
+
+    #[test]
+    fn quirks() {
+        let mut p = TidParams::local(0, 0, 0, false);
+        p.max_len = 0;
+        assert_eq!(TidParams::decode(p.encode()).max_len, 8 << 20);
+        p.max_len = (8 << 20) + 4096;
+        assert_eq!(TidParams::decode(p.encode()).max_len, 4096);
+        p.qp = 0xFFFF_FFFF;
+        assert_eq!(TidParams::decode(p.encode()).qp, 0xFF_00FF);
+        assert_eq!(TidParams::decode(0).max_len, 4096);
+    }
+
+    #[test]
+    fn negotiation() {
+        let a_params = TidParams::local(1, 32, 14, false);
+        let b_params = TidParams::local(2, 32, 14, true);
+        let mut a = Negotiation::new(a_params);
+        let mut b = Negotiation::new(b_params);
+        let req = a.request();
+        let resp = b.respond(req, true, 4096);
+        assert_eq!(b.remote().unwrap().params, a_params);
+        assert!(a.reply(resp, true, 4096));
+        let r = a.remote().unwrap();
+        assert_eq!(r.params, b_params);
+        assert_eq!(r.pkts_per_segment, 64);
+        assert_eq!(r.timeout_shift, 6);
+        // Capability nibble is ignored; a zero word turns TID RDMA off.
+        assert!(a.reply(resp | 0xF, true, 8192));
+        assert_eq!(a.remote().unwrap().timeout_shift, 5);
+        assert!(a.reply(0xF, true, 4096));
+        assert_eq!(a.remote(), None);
+        // Disabled locally: answer 0, and the peer turns off on that 0.
+        assert_eq!(b.respond(req, false, 4096), 0);
+        assert_eq!(b.remote(), None);
+        a.reply(resp, true, 4096);
+        a.error();
+        assert_eq!(a.remote(), None);
+    }
+
+    #[test]
+    fn one_packet_segments_have_no_shift() {
+        let mut p = TidParams::local(0, 0, 0, false);
+        p.max_len = 4096;
+        let mut n = Negotiation::new(p);
+        n.reply(p.encode(), true, 4096);
+        assert_eq!(n.remote().unwrap().timeout_shift, 0);
+        assert_eq!(p.tid_timer_timeout_us(), ((4096 / 1000) << 3) * 7);
+    }
+}

@@ -1,0 +1,533 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! Building TID RDMA READ packets: the responder's READ_RESP stream for one
+//! segment and the requester's READ_REQ for one segment.
+//!
+//! [`RespBuilder`] yields a segment's READ_RESP packets one at a time
+//! (SPEC §5 "Responder"): each carries `min(pmtu, rest of the current TID
+//! entry)` bytes; KDETH TID/TIDCTRL come from the entry, OM is always the
+//! 64-byte mode, OFFSET is the offset inside the entry in 64-byte units;
+//! SH is set on all but the last packet, INTR on all but the last when the
+//! peer is urgent-capable; the BTH PSN is the flow PSN `generation << 11 |
+//! (spsn + pkt) & 0x7FF`; `verbs_psn` is the segment's first IB PSN plus
+//! the packet index. Kernel: `hfi1_build_tid_rdma_read_resp()`.
+//!
+//! Kept from the driver, bit for bit (the vectors check them):
+//!
+//! - a packet never spans two TID entries, and its length is **not**
+//!   clipped to the rest of the flow's length: a flow whose length ends
+//!   inside a packet still sends the whole `min(pmtu, rest of entry)`;
+//! - "last" means bytes sent so far >= the flow's length;
+//! - the packet counter is 8 bits and wraps at 256, and the 11-bit sequence
+//!   wraps inside the generation without touching it;
+//! - OFFSET keeps only 15 bits (it wraps for entries above 2 MiB).
+//!
+//! Where the driver would read past its entry array or loop on an entry of
+//! LEN 0 (inputs a validated request cannot carry), the builder returns an
+//! error instead.
+
+use hfi1_hal::fields::Kdeth0Fields;
+use hfi1_hal::{FlowIndex, FlowPsn, Generation, Kdeth0, Kdeth1, Psn, TidEntry};
+
+use crate::qualify::div_round_up_mtu;
+use crate::wire::{self, kdeth, read_req, reth};
+
+/// KDETH OFFSET width.
+const OFFSET_MASK: u32 = 0x7FFF;
+/// OM large: OFFSET counts 64-byte units. Kernel: `KDETH_OM_LARGE`.
+const OM_LARGE: u32 = 64;
+/// Bytes per page (TID entry LEN unit).
+const PAGE: u32 = hfi1_hal::consts::PAGE_SIZE;
+/// Where the destination-QP bits of `tid_flow_qp` keep the flow index.
+/// Kernel: `TID_RDMA_DESTQP_FLOW_SHIFT` / `_MASK`.
+pub const DESTQP_FLOW_SHIFT: u32 = 11;
+/// Mask of the flow index in `tid_flow_qp` (after the shift).
+pub const DESTQP_FLOW_MASK: u32 = 0x1F;
+
+/// Why a packet could not be built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// Every packet of the flow was already built.
+    #[error("flow already complete")]
+    Complete,
+    /// The cursor ran past the last TID entry before the flow's length was
+    /// sent (the entries do not cover the length).
+    #[error("TID entries exhausted")]
+    OutOfEntries,
+    /// The current TID entry has LEN 0.
+    #[error("TID entry of length 0")]
+    EmptyEntry,
+    /// The path MTU is zero.
+    #[error("zero MTU")]
+    ZeroMtu,
+    /// A rewind asked for more packets than the entries hold.
+    #[error("rewind beyond the flow")]
+    RewindBeyondFlow,
+    /// A KDETH field did not fit (cannot happen: every field is masked).
+    #[error("field: {0}")]
+    Field(#[from] hfi1_hal::FieldError),
+    /// A header could not be written.
+    #[error("wire: {0}")]
+    Wire(#[from] wire::Error),
+}
+
+/// Where a flow's packet stream stands.
+/// Kernel: `flow->tid_idx`, `tid_offset`, `pkt`, `sent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Cursor {
+    /// Index of the current TID entry.
+    pub tid_idx: usize,
+    /// Byte offset inside the current entry.
+    pub tid_offset: u32,
+    /// Packets built (8 bits, wraps like the driver's counter).
+    pub pkt: u8,
+    /// Bytes sent.
+    pub sent: u32,
+}
+
+impl Cursor {
+    /// The cursor after `packets` packets of a flow over `entries`, as a
+    /// restart rewinds it: the same cursor [`RespBuilder`] has after
+    /// building that many packets. Kernel: the flow rewind in
+    /// `hfi1_tid_rdma_restart_req()`.
+    ///
+    /// Deviation, on purpose: the driver advances the entry offset by
+    /// `packets × pmtu` even when the entry's last packet was shorter than
+    /// the MTU (an 8 KiB MTU over a 4 KiB or 12 KiB entry), so a rewind
+    /// that ends exactly after such an entry leaves its cursor on that
+    /// entry with an offset past its end, and the re-sent READ_REQ names
+    /// the finished entry again. Here the offset grows by the bytes really
+    /// sent, so the cursor moves on to the next entry.
+    pub fn rewound(entries: &[TidEntry], pmtu: u32, packets: u32) -> Result<Self, BuildError> {
+        if pmtu == 0 {
+            return Err(BuildError::ZeroMtu);
+        }
+        let mut c = Self::default();
+        let mut left = packets;
+        let mut idx = 0usize;
+        if left != 0 {
+            for e in entries {
+                c.tid_offset = 0;
+                let tidlen = e.len().wrapping_mul(PAGE);
+                let tidnpkts = div_round_up_mtu(tidlen, pmtu);
+                let n = left.min(tidnpkts);
+                // The driver's counter is a u8.
+                #[allow(clippy::cast_possible_truncation)]
+                let n8 = n as u8;
+                c.pkt = c.pkt.wrapping_add(n8);
+                let bytes = if n == tidnpkts {
+                    tidlen
+                } else {
+                    n.wrapping_mul(pmtu)
+                };
+                c.sent = c.sent.wrapping_add(bytes);
+                // The driver adds n * pmtu here even when the entry's last
+                // packet was short; see the deviation in the doc above.
+                c.tid_offset = c.tid_offset.wrapping_add(bytes);
+                left -= n;
+                if left == 0 {
+                    break;
+                }
+                idx += 1;
+            }
+            if left != 0 {
+                return Err(BuildError::RewindBeyondFlow);
+            }
+        }
+        let cur_len = entries.get(idx).map_or(0, |e| e.len().wrapping_mul(PAGE));
+        if c.tid_offset == cur_len {
+            idx += 1;
+            c.tid_offset = 0;
+        }
+        c.tid_idx = idx;
+        Ok(c)
+    }
+}
+
+/// One READ_RESP packet's variable fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RespPacket {
+    /// Payload bytes.
+    pub len: u32,
+    /// KDETH word 0.
+    pub kdeth0: Kdeth0,
+    /// KDETH word 1 (J_KEY only).
+    pub kdeth1: Kdeth1,
+    /// BTH PSN: the flow PSN.
+    pub bth_psn: FlowPsn,
+    /// `verbs_psn`: the IB PSN this packet consumes.
+    pub verbs_psn: Psn,
+    /// Byte offset of the payload in the segment's data (where to copy
+    /// from).
+    pub data_offset: u32,
+    /// True for the segment's last packet.
+    pub last: bool,
+}
+
+/// The responder's per-segment READ_RESP stream.
+#[derive(Debug, Clone)]
+pub struct RespBuilder<'a> {
+    entries: &'a [TidEntry],
+    length: u32,
+    pmtu: u32,
+    spsn: u32,
+    generation: Generation,
+    ib_spsn: Psn,
+    jkey: u16,
+    urg: bool,
+    cursor: Cursor,
+    done: bool,
+}
+
+/// What a segment's READ_RESP stream is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct RespFlow<'a> {
+    /// The requester's TID entries for this segment.
+    pub entries: &'a [TidEntry],
+    /// Bytes the requester asked for.
+    pub length: u32,
+    /// Path MTU in bytes.
+    pub pmtu: u32,
+    /// First flow sequence (11 bits used).
+    pub spsn: u32,
+    /// The flow's generation.
+    pub generation: Generation,
+    /// IB PSN of the READ_REQ (the segment's first IB PSN).
+    pub ib_spsn: Psn,
+    /// The requester's J_KEY (from OPFN; the low 8 bits travel).
+    pub jkey: u16,
+    /// The requester is urgent-capable (OPFN `urg` non-zero).
+    pub urg: bool,
+}
+
+impl<'a> RespBuilder<'a> {
+    /// A builder at the start of the flow.
+    pub fn new(flow: &RespFlow<'a>) -> Self {
+        Self {
+            entries: flow.entries,
+            length: flow.length,
+            pmtu: flow.pmtu,
+            spsn: flow.spsn,
+            generation: flow.generation,
+            ib_spsn: flow.ib_spsn,
+            jkey: flow.jkey,
+            urg: flow.urg,
+            cursor: Cursor::default(),
+            done: false,
+        }
+    }
+
+    /// The cursor.
+    pub const fn cursor(&self) -> Cursor {
+        self.cursor
+    }
+
+    /// True once the last packet was built.
+    pub const fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Moves the cursor (a restart); the flow is live again.
+    pub fn set_cursor(&mut self, c: Cursor) {
+        self.cursor = c;
+        self.done = false;
+    }
+
+    /// Rewinds to the start of the flow (a duplicate READ_REQ rebuilds the
+    /// whole segment).
+    pub fn reset(&mut self) {
+        self.set_cursor(Cursor::default());
+    }
+
+    /// Builds the next packet and advances the cursor.
+    /// Kernel: `hfi1_build_tid_rdma_read_resp()`.
+    pub fn next_packet(&mut self) -> Result<RespPacket, BuildError> {
+        if self.done {
+            return Err(BuildError::Complete);
+        }
+        if self.pmtu == 0 {
+            return Err(BuildError::ZeroMtu);
+        }
+        let c = self.cursor;
+        let entry = *self
+            .entries
+            .get(c.tid_idx)
+            .ok_or(BuildError::OutOfEntries)?;
+        if entry.is_empty() {
+            return Err(BuildError::EmptyEntry);
+        }
+        let tidlen = entry.len().wrapping_mul(PAGE);
+        let len = self.pmtu.min(tidlen.wrapping_sub(c.tid_offset));
+        let sent = c.sent.wrapping_add(len);
+        let last = sent >= self.length;
+        let kdeth0 = Kdeth0::new(Kdeth0Fields {
+            offset: (c.tid_offset / OM_LARGE) & OFFSET_MASK,
+            om: true,
+            tid: entry.idx(),
+            tidctrl: entry.ctrl_bits(),
+            intr: !last && self.urg,
+            sh: !last,
+        })?;
+        let pkt = RespPacket {
+            len,
+            kdeth0,
+            kdeth1: Kdeth1::with_jkey(self.jkey),
+            bth_psn: FlowPsn::new(self.generation, self.spsn.wrapping_add(u32::from(c.pkt))),
+            verbs_psn: self.ib_spsn.add(u32::from(c.pkt)),
+            data_offset: c.sent,
+            last,
+        };
+        let next_offset = c.tid_offset.wrapping_add(len);
+        self.cursor = if next_offset >= tidlen {
+            Cursor {
+                tid_idx: c.tid_idx.wrapping_add(1),
+                tid_offset: 0,
+                pkt: c.pkt.wrapping_add(1),
+                sent,
+            }
+        } else {
+            Cursor {
+                tid_idx: c.tid_idx,
+                tid_offset: next_offset,
+                pkt: c.pkt.wrapping_add(1),
+                sent,
+            }
+        };
+        self.done = last;
+        Ok(pkt)
+    }
+}
+
+impl Iterator for RespBuilder<'_> {
+    type Item = Result<RespPacket, BuildError>;
+
+    /// Yields packets until the last one; an error ends the stream after
+    /// it is yielded.
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_packet() {
+            Err(BuildError::Complete) => None,
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+            ok => Some(ok),
+        }
+    }
+}
+
+/// What the requester's READ_REQ for one segment is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadReqFlow<'a> {
+    /// The segment's TID entries from the cursor's entry on (what the
+    /// responder has still to fill).
+    pub entries: &'a [TidEntry],
+    /// The flow's generation.
+    pub generation: Generation,
+    /// First flow sequence of the segment.
+    pub spsn: u32,
+    /// Packets of the segment already received (the cursor after a
+    /// restart, 0 otherwise).
+    pub pkt: u8,
+    /// Bytes of the segment already received.
+    pub sent: u32,
+    /// IB PSN of the segment's first packet.
+    pub ib_spsn: Psn,
+    /// The hardware flow the segment uses.
+    pub flow: FlowIndex,
+    /// Local KDETH QPN (prefix << 16 | ctxt), the local OPFN `qp`.
+    pub local_qp: u32,
+    /// Local receive context.
+    pub ctxt: u8,
+    /// The peer's KDETH QPN (its OPFN `qp`): the BTH destination.
+    pub remote_qp: u32,
+    /// The peer's J_KEY (OPFN).
+    pub remote_jkey: u16,
+    /// The peer's verbs QP number.
+    pub remote_verbs_qp: u32,
+    /// The work request's remote address and key.
+    pub remote_addr: u64,
+    /// The work request's remote key.
+    pub rkey: u32,
+    /// Index of this segment in the request, and the segment length.
+    pub cur_seg: u32,
+    /// Segment length of the request (`seg_len`).
+    pub seg_len: u32,
+    /// Bytes this READ_REQ asks for.
+    pub len: u32,
+}
+
+/// A built READ_REQ: BTH fields, the header after the BTH, and the payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadReq<'a> {
+    /// BTH destination QP: the peer's KDETH QPN (24 bits).
+    pub bth_dest_qp: u32,
+    /// BTH PSN: the IB PSN of the segment's next packet; AckReq is set.
+    pub bth_psn: Psn,
+    /// The header after the BTH.
+    pub header: read_req::Repr,
+    /// The payload: TID entries.
+    pub entries: &'a [TidEntry],
+}
+
+impl ReadReq<'_> {
+    /// Bytes after the BTH: header plus payload.
+    pub const fn len(&self) -> usize {
+        read_req::HEADER_LEN + wire::tid_entries::payload_len(self.entries.len())
+    }
+
+    /// Never empty: the header is always there.
+    pub const fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Writes the header and the TID entries (the bytes after the BTH) and
+    /// returns how many were written.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, BuildError> {
+        let need = self.len();
+        let buf = buf.get_mut(..need).ok_or(wire::Error::Truncated)?;
+        let mut p = read_req::Packet::new_unchecked(buf);
+        self.header.emit(&mut p)?;
+        wire::tid_entries::emit(self.entries, p.payload_mut())?;
+        Ok(need)
+    }
+}
+
+/// Builds the READ_REQ of one segment.
+/// Kernel: `hfi1_build_tid_rdma_read_packet()` (the header part; the
+/// request bookkeeping it also does belongs to the requester).
+pub fn build_read_req<'a>(f: &ReadReqFlow<'a>) -> ReadReq<'a> {
+    let flow_bits = (u32::from(f.flow.get()) & DESTQP_FLOW_MASK) << DESTQP_FLOW_SHIFT;
+    let vaddr = f
+        .remote_addr
+        .wrapping_add(u64::from(f.cur_seg).wrapping_mul(u64::from(f.seg_len)))
+        .wrapping_add(u64::from(f.sent));
+    ReadReq {
+        bth_dest_qp: f.remote_qp & 0x00FF_FFFF,
+        bth_psn: f.ib_spsn.add(u32::from(f.pkt)),
+        header: read_req::Repr {
+            kdeth: kdeth::Repr {
+                kdeth0: Kdeth0::from_raw(Kdeth0::KVER << 30),
+                kdeth1: Kdeth1::with_jkey(f.remote_jkey),
+            },
+            reth: reth::Repr {
+                vaddr,
+                rkey: f.rkey,
+                length: f.len,
+            },
+            flow_psn: FlowPsn::new(f.generation, f.spsn.wrapping_add(u32::from(f.pkt))),
+            tid_flow_qp: f.local_qp | flow_bits | u32::from(f.ctxt),
+            verbs_qp: f.remote_verbs_qp,
+        },
+        entries: f.entries,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hfi1_hal::TidCtrl;
+
+    fn flow(entries: &[TidEntry], length: u32, pmtu: u32) -> RespFlow<'_> {
+        RespFlow {
+            entries,
+            length,
+            pmtu,
+            spsn: 10,
+            generation: Generation::masked(7),
+            ib_spsn: Psn::new(100),
+            jkey: 32,
+            urg: true,
+        }
+    }
+
+    #[test]
+    fn pair_entry_at_4k() {
+        let e = [TidEntry::new(2, TidCtrl::Pair, 64).unwrap()];
+        let pkts: Vec<_> = RespBuilder::new(&flow(&e, 256 * 1024, 4096))
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(pkts.len(), 64);
+        for (i, p) in pkts.iter().enumerate() {
+            let i32_ = u32::try_from(i).unwrap();
+            assert_eq!(p.len, 4096);
+            assert_eq!(p.kdeth0.offset(), i32_ * 64);
+            assert_eq!((p.kdeth0.tid(), p.kdeth0.tidctrl()), (2, 3));
+            assert_eq!(p.kdeth0.sh(), i != 63);
+            assert_eq!(p.kdeth0.intr(), i != 63);
+            assert_eq!(p.bth_psn.seq(), 10 + i32_);
+            assert_eq!(p.verbs_psn, Psn::new(100 + i32_));
+            assert_eq!(p.last, i == 63);
+        }
+    }
+
+    #[test]
+    fn errors() {
+        let e = [TidEntry::new(0, TidCtrl::Even, 1).unwrap()];
+        let mut b = RespBuilder::new(&flow(&e, 8192, 4096));
+        assert!(b.next_packet().is_ok());
+        assert_eq!(b.next_packet(), Err(BuildError::OutOfEntries));
+        let z = [TidEntry::from_raw(1 << 20)];
+        let mut b = RespBuilder::new(&flow(&z, 4096, 4096));
+        assert_eq!(b.next_packet(), Err(BuildError::EmptyEntry));
+        let mut b = RespBuilder::new(&flow(&e, 4096, 4096));
+        assert!(b.next_packet().unwrap().last);
+        assert_eq!(b.next_packet(), Err(BuildError::Complete));
+        assert!(b.next().is_none());
+        b.reset();
+        assert!(b.next_packet().unwrap().last);
+        let mut b = RespBuilder::new(&flow(&e, 4096, 0));
+        assert_eq!(b.next_packet(), Err(BuildError::ZeroMtu));
+    }
+
+    #[test]
+    fn rewind_examples() {
+        let e = [
+            TidEntry::new(0, TidCtrl::Pair, 3).unwrap(),
+            TidEntry::new(1, TidCtrl::Even, 2).unwrap(),
+        ];
+        // 8 KiB MTU: entry 0 gives 8K + 4K, entry 1 gives 8K.
+        let c = Cursor::rewound(&e, 8192, 1).unwrap();
+        assert_eq!((c.tid_idx, c.tid_offset, c.pkt, c.sent), (0, 8192, 1, 8192));
+        let c = Cursor::rewound(&e, 8192, 2).unwrap();
+        assert_eq!((c.tid_idx, c.tid_offset, c.pkt, c.sent), (1, 0, 2, 12288));
+        let c = Cursor::rewound(&e, 8192, 0).unwrap();
+        assert_eq!(c, Cursor::default());
+        assert_eq!(
+            Cursor::rewound(&e, 8192, 4),
+            Err(BuildError::RewindBeyondFlow)
+        );
+    }
+
+    #[test]
+    fn read_req_fields() {
+        let e = [TidEntry::new(0, TidCtrl::Pair, 64).unwrap()];
+        let r = build_read_req(&ReadReqFlow {
+            entries: &e,
+            generation: Generation::masked(3),
+            spsn: 5,
+            pkt: 0,
+            sent: 0,
+            ib_spsn: Psn::new(0x20),
+            flow: FlowIndex::new(3).unwrap(),
+            local_qp: 0x80_0003,
+            ctxt: 3,
+            remote_qp: 0x80_0002,
+            remote_jkey: 32,
+            remote_verbs_qp: 0x11,
+            remote_addr: 0x1_0000,
+            rkey: 0x55,
+            cur_seg: 1,
+            seg_len: 256 * 1024,
+            len: 256 * 1024,
+        });
+        assert_eq!(r.bth_dest_qp, 0x80_0002);
+        assert_eq!(r.bth_psn, Psn::new(0x20));
+        assert_eq!(r.header.tid_flow_qp, 0x80_1803);
+        assert_eq!(r.header.flow_psn.raw(), 0x1805);
+        assert_eq!(r.header.reth.vaddr, 0x1_0000 + 256 * 1024);
+        assert_eq!(r.header.kdeth.kdeth0.kver(), 1);
+        let mut buf = [0u8; 64];
+        assert_eq!(r.emit(&mut buf), Ok(40));
+        assert_eq!(&buf[36..40], &[0x40, 0x00, 0x30, 0x00]);
+        assert!(r.emit(&mut buf[..39]).is_err());
+    }
+}
