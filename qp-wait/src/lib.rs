@@ -15,11 +15,11 @@
 //! | state | guarded by | changed by |
 //! |---|---|---|
 //! | [`WaitQueues`]: both queues, every QP's [`Membership`], the per-queue enqueue/dequeue counters | the context's `exp_lock` | [`WaitQueues::enqueue`], [`WaitQueues::dequeue`], [`flush_wait`] |
-//! | [`SendState::s_flags`] (`WAIT_TID_SPACE`) and the QP's extension state | the QP's `s_lock` | [`WaitQueues::enqueue`], [`WaitQueues::dequeue`], [`flush_wait`] |
+//! | [`SendState::flags`] (`WAIT_TID_SPACE`) and the QP's extension state | the QP's `s_lock` | [`WaitQueues::enqueue`], [`WaitQueues::dequeue`], [`flush_wait`] |
 //! | [`DevCounters`] | atomic | [`WaitQueues::enqueue`] |
 //!
 //! The order is `s_lock` → `exp_lock` ([`hfi1_hal::lock_order`]); every
-//! function that touches both takes `&mut SendState` (borrowed from the
+//! function that touches both takes `&mut SFlags` (borrowed from the
 //! s_lock guard) and `&mut WaitQueues` (borrowed from the exp_lock guard,
 //! which could only be taken with the s_lock token).
 //!
@@ -88,19 +88,45 @@ pub trait WaitPlatform: Sized + 'static {
     type Sched: Scheduler<Self::Ref>;
 }
 
-/// A QP's `s_lock`-guarded state.
+/// A QP's send flags. Kernel: `qp->s_flags` (only `WAIT_TID_SPACE` is used
+/// here).
+///
+/// # Locking
+///
+/// The QP's `s_lock`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SFlags(pub u32);
+
+impl SFlags {
+    /// True if the QP waits for TID space (`HFI1_S_WAIT_TID_SPACE`).
+    pub fn waiting(&self) -> bool {
+        self.0 & S_WAIT_TID_SPACE != 0
+    }
+
+    fn set_waiting(&mut self, on: bool) {
+        if on {
+            self.0 |= S_WAIT_TID_SPACE;
+        } else {
+            self.0 &= !S_WAIT_TID_SPACE;
+        }
+    }
+}
+
+/// A QP's `s_lock`-guarded state: its flags and the platform's extension
+/// (split it with a `let SendState { flags, ext } = ..` pattern to lend
+/// both at once).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SendState<X> {
-    /// Kernel: `qp->s_flags` (only `WAIT_TID_SPACE` is used here).
-    pub s_flags: u32,
+    /// Kernel: `qp->s_flags`.
+    pub flags: SFlags,
     /// The platform's extension state.
     pub ext: X,
 }
 
 impl<X> SendState<X> {
-    /// True if the QP waits for TID space (`HFI1_S_WAIT_TID_SPACE`).
+    /// True if the QP waits for TID space.
     pub fn waiting(&self) -> bool {
-        self.s_flags & S_WAIT_TID_SPACE != 0
+        self.flags.waiting()
     }
 }
 
@@ -450,13 +476,13 @@ where
     ///
     /// # Locking
     ///
-    /// `exp_lock` (the queues) and `qp`'s `s_lock` (`state`).
-    pub fn waiters<X>(&self, kind: QueueKind, qp: &R::Target, state: &SendState<X>) -> bool {
+    /// `exp_lock` (the queues) and `qp`'s `s_lock` (`flags`).
+    pub fn waiters(&self, kind: QueueKind, qp: &R::Target, flags: &SFlags) -> bool {
         let head = self.queue(kind).head;
         if head == NIL {
             return false;
         }
-        !(head == qp.slot() && state.waiting())
+        !(head == qp.slot() && flags.waiting())
     }
 
     /// Puts `qp` at the tail of `kind` unless it already waits on a queue:
@@ -466,12 +492,12 @@ where
     ///
     /// # Locking
     ///
-    /// `exp_lock` (`&mut self`) and `qp`'s `s_lock` (`state`).
-    pub fn enqueue<X>(
+    /// `exp_lock` (`&mut self`) and `qp`'s `s_lock` (`flags`).
+    pub fn enqueue(
         &mut self,
         kind: QueueKind,
         qp: &R,
-        state: &mut SendState<X>,
+        flags: &mut SFlags,
         dev: &DevCounters,
     ) -> Result<(), WaitError> {
         let slot = qp.slot();
@@ -483,7 +509,7 @@ where
         if link.state != Membership::Idle {
             return Ok(());
         }
-        state.s_flags |= S_WAIT_TID_SPACE;
+        flags.set_waiting(true);
         link.state = Membership::Queued(kind);
         link.prev = tail;
         link.next = NIL;
@@ -518,15 +544,15 @@ where
     ///
     /// # Locking
     ///
-    /// `exp_lock` (`&mut self`) and `qp`'s `s_lock` (`state`).
-    pub fn dequeue<X>(
+    /// `exp_lock` (`&mut self`) and `qp`'s `s_lock` (`flags`).
+    pub fn dequeue(
         &mut self,
         kind: QueueKind,
         qp: &R::Target,
-        state: &mut SendState<X>,
+        flags: &mut SFlags,
     ) -> Option<QueueKind> {
         let (left, r) = self.unlink(qp.slot())?;
-        state.s_flags &= !S_WAIT_TID_SPACE;
+        flags.set_waiting(false);
         drop(r);
         (left != kind).then_some(left)
     }
@@ -537,25 +563,26 @@ where
     R::Target: Slotted + Cpu,
 {
     /// Wakes the head after `exp_lock` is gone. If it is the caller's own
-    /// QP (`own`), triggers it directly under the s_lock the caller holds
-    /// and drops the reference; otherwise queues its trigger work.
-    /// Kernel: the tail of `hfi1_kern_clear_hw_flow()` /
+    /// QP (`own`, whose `flags` the caller holds under its s_lock),
+    /// triggers it directly and drops the reference; otherwise queues its
+    /// trigger work. Kernel: the tail of `hfi1_kern_clear_hw_flow()` /
     /// `hfi1_kern_exp_rcv_clear()`.
     ///
     /// # Locking
     ///
-    /// Takes the caller's `s_lock` guard by `&mut`: while an `exp_lock`
-    /// guard lives it holds that borrow, so this cannot run under
-    /// `exp_lock`.
-    pub fn deliver<L: RawSpinLock, X>(
+    /// The caller's `s_lock` is held (`flags`, `token`). The s_lock token
+    /// is taken by `&mut`: an `exp_lock` guard borrows it for its whole
+    /// life, so this cannot run under `exp_lock`.
+    pub fn deliver(
         self,
         own: &R,
-        own_state: &mut Guard<'_, SLock, L, SendState<X>>,
+        flags: &SFlags,
+        _token: &mut LockToken<'_, SLock>,
         sched: &impl Scheduler<R>,
     ) {
         match self.0 {
             Some(r) if QpRef::same(&r, own) => {
-                trigger(own, &**own_state, sched);
+                trigger(own, flags, sched);
                 drop(r);
             }
             Some(r) => schedule_wakeup(r, sched),
@@ -583,9 +610,9 @@ where
 ///
 /// # Locking
 ///
-/// `qp`'s `s_lock` (`state`).
-pub fn trigger<R, X>(qp: &R, state: &SendState<X>, sched: &impl Scheduler<R>) {
-    if state.waiting() {
+/// `qp`'s `s_lock` (`flags`).
+pub fn trigger<R>(qp: &R, flags: &SFlags, sched: &impl Scheduler<R>) {
+    if flags.waiting() {
         sched.schedule_send(qp);
     }
 }
@@ -659,10 +686,10 @@ where
     S: AsMut<WaitQueues<P::Ref>>,
 {
     let (state, token) = s.parts();
-    state.s_flags &= !S_WAIT_TID_SPACE;
+    state.flags.set_waiting(false);
     let mut e = exp.lock(token);
     let queues = e.as_mut();
-    let _ = queues.dequeue(QueueKind::Flow, &**qp, state);
+    let _ = queues.dequeue(QueueKind::Flow, &**qp, &mut state.flags);
 }
 
 /// The receive context a QP uses: QP 0 uses context 0; every other QP

@@ -48,9 +48,11 @@ fn enqueue_is_fifo_idempotent_and_holds_a_reference() {
         let mut s = q.s_lock.lock(&mut root);
         let (st, tok) = s.parts();
         let mut e = c.exp.lock(tok);
-        e.enqueue(QueueKind::RcvArray, q, st, &dev).unwrap();
-        e.enqueue(QueueKind::RcvArray, q, st, &dev).unwrap();
-        e.enqueue(QueueKind::Flow, q, st, &dev).unwrap();
+        e.enqueue(QueueKind::RcvArray, q, &mut st.flags, &dev)
+            .unwrap();
+        e.enqueue(QueueKind::RcvArray, q, &mut st.flags, &dev)
+            .unwrap();
+        e.enqueue(QueueKind::Flow, q, &mut st.flags, &dev).unwrap();
         assert!(st.waiting());
     }
     {
@@ -70,14 +72,14 @@ fn enqueue_is_fifo_idempotent_and_holds_a_reference() {
         let mut s = qps[0].s_lock.lock(&mut root);
         let (st, tok) = s.parts();
         let e = c.exp.lock(tok);
-        assert!(!e.waiters(QueueKind::RcvArray, &qps[0], st));
-        assert!(!e.waiters(QueueKind::Flow, &qps[0], st));
+        assert!(!e.waiters(QueueKind::RcvArray, &qps[0], &st.flags));
+        assert!(!e.waiters(QueueKind::Flow, &qps[0], &st.flags));
     }
     {
         let mut s = qps[1].s_lock.lock(&mut root);
         let (st, tok) = s.parts();
         let e = c.exp.lock(tok);
-        assert!(e.waiters(QueueKind::RcvArray, &qps[1], st));
+        assert!(e.waiters(QueueKind::RcvArray, &qps[1], &st.flags));
     }
 
     // Dequeue from the middle, then the head.
@@ -85,8 +87,8 @@ fn enqueue_is_fifo_idempotent_and_holds_a_reference() {
         let mut s = qps[i].s_lock.lock(&mut root);
         let (st, tok) = s.parts();
         let mut e = c.exp.lock(tok);
-        assert_eq!(e.dequeue(QueueKind::RcvArray, &qps[i], st), None);
-        assert_eq!(e.dequeue(QueueKind::RcvArray, &qps[i], st), None);
+        assert_eq!(e.dequeue(QueueKind::RcvArray, &qps[i], &mut st.flags), None);
+        assert_eq!(e.dequeue(QueueKind::RcvArray, &qps[i], &mut st.flags), None);
         assert!(!st.waiting());
     }
     {
@@ -114,7 +116,7 @@ fn first_and_deliver_wake_the_right_way() {
         let mut s = q.s_lock.lock(&mut root);
         let (st, tok) = s.parts();
         let mut e = c.exp.lock(tok);
-        e.enqueue(QueueKind::Flow, q, st, &dev).unwrap();
+        e.enqueue(QueueKind::Flow, q, &mut st.flags, &dev).unwrap();
     }
     // `a` is the head: delivering from `a` triggers it directly.
     {
@@ -124,7 +126,8 @@ fn first_and_deliver_wake_the_right_way() {
             e.first(QueueKind::Flow)
         };
         assert_eq!(a.live_refs(), 3);
-        w.deliver(&a, &mut s, &sched);
+        let (st, tok) = s.parts();
+        w.deliver(&a, &st.flags, tok, &sched);
     }
     assert_eq!((sched.pending_sends(), sched.pending_work()), (1, 0));
     assert_eq!(a.live_refs(), 3, "queue + own + the send request");
@@ -136,7 +139,8 @@ fn first_and_deliver_wake_the_right_way() {
             let e = c.exp.lock(s.token());
             e.first(QueueKind::Flow)
         };
-        w.deliver(&b, &mut s, &sched);
+        let (st, tok) = s.parts();
+        w.deliver(&b, &st.flags, tok, &sched);
     }
     assert_eq!((sched.pending_work(), sched.triggers_coalesced()), (1, 1));
     assert_eq!(a.live_refs(), 3, "queue + own + the pending work");
@@ -159,7 +163,8 @@ fn flush_leaves_the_queue_and_drops_the_reference() {
         let mut s = a.s_lock.lock(&mut root);
         let (st, tok) = s.parts();
         let mut e = c.lock(tok);
-        e.0.enqueue(QueueKind::RcvArray, &a, st, &dev).unwrap();
+        e.0.enqueue(QueueKind::RcvArray, &a, &mut st.flags, &dev)
+            .unwrap();
     }
     assert_eq!(a.live_refs(), 2);
     {
@@ -186,7 +191,7 @@ fn bad_slot_is_an_error_and_trigger_resume_skips_non_waiters() {
         let (st, tok) = s.parts();
         let mut e = c.exp.lock(tok);
         assert_eq!(
-            e.enqueue(QueueKind::Flow, &far, st, &dev),
+            e.enqueue(QueueKind::Flow, &far, &mut st.flags, &dev),
             Err(WaitError::BadSlot(5))
         );
         assert!(!st.waiting());

@@ -1,8 +1,128 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! Hardware flows and generations, the per-request flow ring, segment setup
-//! and teardown (`exp_rcv_setup`/`exp_rcv_clear`), and the receive context
-//! that owns `exp_lock`.
+//! and teardown, and the receive context that owns `exp_lock` (SPEC §4,
+//! §5 "tid-flow").
 //!
-//! Not built yet: this crate arrives with the lock-order issue (SPEC §5
-//! "tid-flow"). It exports nothing until then.
+//! - [`RcvCtxt`]: one receive context. Its `exp_lock` guards [`ExpState`]:
+//!   the chip, the flow bitmap and generations ([`HwFlows`]), the TID
+//!   groups (`tid_alloc::TidGroups`) and both wait queues
+//!   (`qp_wait::WaitQueues`).
+//! - [`setup_hw_flow`] / [`clear_hw_flow`]: a QP's hardware flow, kept in
+//!   its [`QpFlowState`].
+//! - [`TidRequest`]: one request's ring of eight [`FlowRecord`]s
+//!   (`setup_head`, `clear_tail`, `flow_idx`), allocated lazily
+//!   ([`TidRequest::alloc_flows`]) and freed by
+//!   [`TidRequest::clean_swqe`]; [`exp_rcv_setup`], [`exp_rcv_clear`],
+//!   [`exp_rcv_clear_all`], [`TidRequest::find_flow_ib`].
+//!
+//! A [`FlowRecord`] exposes what the protocol needs: page sets, TID
+//! entries, packet count, flow index, generation, first/last flow
+//! sequence and next expected flow PSN ([`SegmentPsns`]), the IB PSN range
+//! (the protocol fills it), and the packet/offset cursors.
+//!
+//! With feature `sim`, [`sim`] offers a ready platform (software chip,
+//! counted QP references, FIFO scheduler, identity DMA, lock-order
+//! checker).
+//!
+//! # Locking
+//!
+//! | state | lock | how it is reached |
+//! |---|---|---|
+//! | [`ExpState`] (chip, [`HwFlows`], TID groups, wait queues, queue membership and counters) | the context's `exp_lock` | only through [`RcvCtxt::exp_lock`]'s guard |
+//! | a QP's flags, [`QpFlowState`] and its [`TidRequest`]s | the QP's `s_lock` | through the QP's guard, lent as [`QpLocked`] |
+//!
+//! | function | needs | takes |
+//! |---|---|---|
+//! | [`setup_hw_flow`], [`clear_hw_flow`] | the QP's `s_lock` ([`QpLocked`]) | `exp_lock` |
+//! | [`exp_rcv_setup`], [`exp_rcv_clear`], [`exp_rcv_clear_all`] | the QP's `s_lock` ([`QpLocked`], `&mut TidRequest`) | `exp_lock` |
+//! | [`TidRequest::alloc_flows`], [`TidRequest::clean_swqe`], [`TidRequest::find_flow_ib`] | the QP's `s_lock` (`&mut`/`&` of the request) | nothing |
+//! | [`HwFlows`] methods | `exp_lock` (`&mut HwFlows` from the guard) | nothing |
+//! | `qp_wait::flush_wait` (QP reset/destroy) | the QP's `s_lock` guard | `exp_lock` (pass [`RcvCtxt::exp_lock`]) |
+//! | `qp_wait::trigger_resume` (the trigger work) | nothing (root token) | the QP's `s_lock`, alone |
+//!
+//! `exp_lock` is always taken with the QP's `s_lock` token
+//! ([`QpLocked::token`]); the guard borrows it, so nothing can take
+//! another `s_lock` under `exp_lock`, and the type check rejects an
+//! `s_lock` taken from the exp_lock's token
+//! ([`hfi1_hal::lock_order`]).
+//!
+//! **Why the wake-up is deferred.** Whatever releases flows or RcvArray
+//! space reads the head of the matching queue under `exp_lock` and gets a
+//! `qp_wait::Wakeup` holding a reference to it. Waking another QP means
+//! reading its flags under *its* `s_lock`, which may not be taken under
+//! `exp_lock` (order) nor while holding our own `s_lock` (two s_locks).
+//! So the wake-up is acted on only after `exp_lock` is released (it
+//! needs the s_lock token back): our own QP is triggered directly, any
+//! other gets its trigger work queued, which later takes that QP's
+//! `s_lock` alone.
 #![cfg_attr(not(test), no_std)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+#[cfg(feature = "sim")]
+extern crate alloc;
+
+mod ctxt;
+pub mod flows;
+pub mod segment;
+#[cfg(feature = "sim")]
+pub mod sim;
+
+pub use ctxt::{
+    CtxtParts, ExpGuard, ExpState, FlowPlatform, QpLocked, RcvCtxt, clear_hw_flow, setup_hw_flow,
+};
+pub use flows::{HwFlows, QpFlowState};
+pub use segment::{
+    FlowRecord, FlowRing, SegmentPsns, Sge, SgeCursor, TidRequest, exp_rcv_clear,
+    exp_rcv_clear_all, exp_rcv_setup, ring_count, ring_next, ring_space,
+};
+
+/// Errors of this crate. `kmod-glue` maps them to errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum FlowError {
+    /// No flow or RcvArray space (or others wait ahead): the QP is queued
+    /// and will be woken. Kernel: `-EAGAIN`.
+    #[error("resources busy: queued for a wake-up")]
+    Again,
+    /// DMA mapping or flow-record allocation failed. Kernel: `-ENOMEM`.
+    #[error("out of memory")]
+    NoMemory,
+    /// The flow ring is full (or at `n_flows`) for a setup, or empty for a
+    /// clear; or the segment has no pages. Kernel: `-EINVAL`.
+    #[error("flow ring state does not allow this")]
+    Invalid,
+    /// The request's flow records are not allocated.
+    #[error("request has no flow records")]
+    NoFlowRecords,
+    /// The request still has segments set up.
+    #[error("request still has segments set up")]
+    Busy,
+    /// A page-set or TID-group error other than "no space".
+    #[error("TID allocation: {0}")]
+    Alloc(tid_alloc::AllocError),
+    /// A wait-queue error (a QP slot outside the context's table).
+    #[error("wait queue: {0}")]
+    Wait(qp_wait::WaitError),
+}
+
+impl From<tid_alloc::AllocError> for FlowError {
+    fn from(e: tid_alloc::AllocError) -> Self {
+        match e {
+            tid_alloc::AllocError::NoSpace => Self::Again,
+            e => Self::Alloc(e),
+        }
+    }
+}
+
+impl From<qp_wait::WaitError> for FlowError {
+    fn from(e: qp_wait::WaitError) -> Self {
+        Self::Wait(e)
+    }
+}

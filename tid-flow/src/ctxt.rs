@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The receive context that owns `exp_lock`, and the QP's hardware flow
+//! (`setup_hw_flow` / `clear_hw_flow`).
+
+use core::fmt;
+use core::ops::Deref;
+
+use hfi1_hal::Generation;
+use hfi1_hal::lock_order::{ExpLock, Guard, Lock, LockToken, NewRawSpinLock, RawSpinLock, SLock};
+use hfi1_hal::platform::{FlowTable, RcvArray};
+use hfi1_hal::services::{DmaMap, Memory, RandomSource};
+use qp_wait::{DevCounters, QueueKind, SFlags, SendState, WaitPlatform, WaitQueues};
+use tid_alloc::TidGroups;
+
+use crate::FlowError;
+use crate::flows::{HwFlows, QpFlowState};
+
+/// What a platform supplies to the flow engine, on top of the wait queues'
+/// needs.
+pub trait FlowPlatform: WaitPlatform {
+    /// One receive context's share of the chip (RcvArray and flow table).
+    type Chip: RcvArray + FlowTable;
+    /// DMA mapping of receive buffers.
+    type Dma: DmaMap;
+    /// Memory for flow records.
+    type Mem: Memory;
+    /// The device's counters, shared by its contexts.
+    type Dev: Deref<Target = DevCounters>;
+}
+
+/// The `exp_lock`-guarded state of a receive context.
+/// Kernel: the parts of `struct hfi1_ctxtdata` that `exp_lock` guards.
+///
+/// # Locking
+///
+/// Reachable only through [`RcvCtxt::exp_lock`]'s guard.
+pub struct ExpState<P: FlowPlatform> {
+    /// The chip: RcvArray and flow-table writes happen under `exp_lock`.
+    pub chip: P::Chip,
+    /// The hardware flows. Kernel: `rcd->flow_mask`, `rcd->flows[]`.
+    pub flows: HwFlows,
+    /// The TID groups. Kernel: `rcd->tid_group_list` and friends.
+    pub groups: TidGroups,
+    /// Both wait queues. Kernel: `rcd->flow_queue`, `rcd->rarr_queue`.
+    pub waiters: WaitQueues<P::Ref>,
+}
+
+impl<P: FlowPlatform> AsMut<WaitQueues<P::Ref>> for ExpState<P> {
+    fn as_mut(&mut self) -> &mut WaitQueues<P::Ref> {
+        &mut self.waiters
+    }
+}
+
+/// The guard of a context's `exp_lock`.
+pub type ExpGuard<'a, P> = Guard<'a, ExpLock, <P as WaitPlatform>::Lock, ExpState<P>>;
+
+/// One receive context. Kernel: `struct hfi1_ctxtdata` (the TID RDMA
+/// parts).
+///
+/// Large (the TID groups are about 10 KiB): keep it on the heap.
+pub struct RcvCtxt<P: FlowPlatform> {
+    ctxt: u32,
+    /// Kernel: `rcd->exp_lock` and the state it guards.
+    pub exp_lock: Lock<ExpLock, P::Lock, ExpState<P>>,
+    /// The scheduler of send engines and trigger work.
+    pub sched: P::Sched,
+    /// DMA mapping.
+    pub dma: P::Dma,
+    /// Memory for flow records.
+    pub mem: P::Mem,
+    /// The device's counters.
+    pub dev: P::Dev,
+}
+
+impl<P: FlowPlatform> fmt::Debug for RcvCtxt<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RcvCtxt")
+            .field("ctxt", &self.ctxt)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The services and sizes a context is built from.
+pub struct CtxtParts<P: FlowPlatform> {
+    /// Context number (the low byte of the KDETH QPN).
+    pub ctxt: u32,
+    /// The chip.
+    pub chip: P::Chip,
+    /// First absolute RcvArray index of the context's TID groups.
+    pub expected_base: u32,
+    /// Number of TID groups (1..=256).
+    pub ngroups: usize,
+    /// Waiter-table slots: one per QP that may use this context.
+    pub qp_slots: u32,
+    /// The scheduler.
+    pub sched: P::Sched,
+    /// DMA mapping.
+    pub dma: P::Dma,
+    /// Memory for flow records.
+    pub mem: P::Mem,
+    /// The device's counters.
+    pub dev: P::Dev,
+}
+
+impl<P: FlowPlatform> RcvCtxt<P>
+where
+    P::Lock: NewRawSpinLock,
+{
+    /// Builds a context: TID groups all free, every flow written disabled
+    /// with a random generation from `rng`, empty queues.
+    /// Kernel: `hfi1_alloc_ctxt_rcv_groups()` +
+    /// `hfi1_kern_init_ctxt_generations()`.
+    ///
+    /// # Errors
+    ///
+    /// [`FlowError::Alloc`] for a bad group layout; [`FlowError::Wait`] if
+    /// the waiter table cannot be allocated.
+    pub fn new(mut parts: CtxtParts<P>, rng: &mut impl RandomSource) -> Result<Self, FlowError> {
+        let groups = TidGroups::new(parts.expected_base, parts.ngroups)?;
+        let waiters = WaitQueues::new(parts.qp_slots)?;
+        let flows = HwFlows::init(rng, &mut parts.chip);
+        Ok(Self {
+            ctxt: parts.ctxt,
+            exp_lock: Lock::new(ExpState {
+                chip: parts.chip,
+                flows,
+                groups,
+                waiters,
+            }),
+            sched: parts.sched,
+            dma: parts.dma,
+            mem: parts.mem,
+            dev: parts.dev,
+        })
+    }
+}
+
+impl<P: FlowPlatform> RcvCtxt<P> {
+    /// The context number.
+    pub fn ctxt(&self) -> u32 {
+        self.ctxt
+    }
+}
+
+/// What the flow engine needs from a QP whose `s_lock` the caller holds:
+/// its flags, its flow state and the `s_lock` token, as disjoint borrows
+/// (so the caller can keep its requests in the same guarded state).
+///
+/// # Locking
+///
+/// Exists only while the QP's `s_lock` is held: the token proves it.
+pub struct QpLocked<'a, 't> {
+    /// The QP's flags (`WAIT_TID_SPACE`).
+    pub flags: &'a mut SFlags,
+    /// The QP's hardware-flow state.
+    pub flow: &'a mut QpFlowState,
+    /// The QP's `s_lock` token, for taking `exp_lock`.
+    pub token: &'a mut LockToken<'t, SLock>,
+}
+
+impl<'a, 't> QpLocked<'a, 't> {
+    /// Lends the parts of a QP's `s_lock` guard whose extension state holds
+    /// its [`QpFlowState`].
+    pub fn from_guard<L: RawSpinLock, X: AsMut<QpFlowState>>(
+        guard: &'a mut Guard<'t, SLock, L, SendState<X>>,
+    ) -> Self {
+        let (state, token) = guard.parts();
+        let SendState { flags, ext } = state;
+        Self {
+            flags,
+            flow: ext.as_mut(),
+            token,
+        }
+    }
+}
+
+impl fmt::Debug for QpLocked<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QpLocked")
+            .field("flags", &self.flags)
+            .field("flow", &self.flow)
+            .finish()
+    }
+}
+
+/// Gets the QP a hardware flow, or queues it on the flow queue. No-op if it
+/// already holds one. Kernel: `hfi1_kern_setup_hw_flow()`.
+///
+/// Under `exp_lock`: if QPs wait ahead of this one, or no flow is free,
+/// the QP is queued and [`FlowError::Again`] returned. Otherwise it takes
+/// its last flow if free (else the lowest), a generation saved from a
+/// RESYNC overrides the flow's, the flow is armed, the QP's flow PSN
+/// restarts at 0 and it leaves the queue. After unlocking, the new head
+/// of the flow queue gets its wake-up scheduled.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`qp_locked`); takes `exp_lock`.
+///
+/// # Errors
+///
+/// [`FlowError::Again`] (queued); [`FlowError::Wait`] if the QP's slot is
+/// outside the context's table.
+pub fn setup_hw_flow<P: FlowPlatform>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    qp_locked: QpLocked<'_, '_>,
+) -> Result<(), FlowError> {
+    let QpLocked { flags, flow, token } = qp_locked;
+    if flow.index.is_some() {
+        return Ok(());
+    }
+    let wake = {
+        let mut guard = rcd.exp_lock.lock(token);
+        let es = &mut *guard;
+        let got = if es.waiters.waiters(QueueKind::Flow, qp, flags) {
+            Err(FlowError::Again)
+        } else {
+            es.flows.reserve(flow.last_index)
+        };
+        let f = match got {
+            Ok(f) => f,
+            Err(e) => {
+                es.waiters.enqueue(QueueKind::Flow, qp, flags, &rcd.dev)?;
+                return Err(e);
+            }
+        };
+        flow.index = Some(f);
+        flow.last_index = Some(f);
+        if !flow.generation.is_reserved() {
+            es.flows.set_generation(f, flow.generation);
+        }
+        flow.generation = es.flows.setup(&mut es.chip, f);
+        flow.psn = 0;
+        flow.flags = 0;
+        es.waiters.dequeue(QueueKind::Flow, qp, flags);
+        es.waiters.first(QueueKind::Flow)
+    };
+    wake.schedule(token, &rcd.sched);
+    Ok(())
+}
+
+/// Gives the QP's hardware flow back. No-op without one.
+/// Kernel: `hfi1_kern_clear_hw_flow()`.
+///
+/// Under `exp_lock`: the flow moves to its next generation and is
+/// disabled, its bit is freed, the QP's flow state is reset; the head of
+/// the flow queue is read. After unlocking it is woken: directly if it is
+/// this QP, else by its trigger work.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`qp_locked`); takes `exp_lock`.
+pub fn clear_hw_flow<P: FlowPlatform>(rcd: &RcvCtxt<P>, qp: &P::Ref, qp_locked: QpLocked<'_, '_>) {
+    let QpLocked { flags, flow, token } = qp_locked;
+    let Some(f) = flow.index else {
+        return;
+    };
+    let wake = {
+        let mut guard = rcd.exp_lock.lock(token);
+        let es = &mut *guard;
+        es.flows.clear(&mut es.chip, f);
+        es.flows.release(f);
+        flow.index = None;
+        flow.psn = 0;
+        flow.generation = Generation::RESERVED;
+        es.waiters.first(QueueKind::Flow)
+    };
+    wake.deliver(qp, flags, token, &rcd.sched);
+}

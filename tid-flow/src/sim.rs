@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! A ready software platform for tests, benchmarks and the protocol
+//! crates (feature `sim`): the sim chip, counted QP references, the FIFO
+//! scheduler, identity DMA, counted memory, and the runtime lock-order
+//! checker as the lock backend (plain spin lock under loom).
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+
+use hfi1_hal::lock_order::Lock;
+use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRandom, SimRef, SimScheduler};
+use qp_wait::{DevCounters, Qp, SendState, WaitPlatform};
+
+use crate::{CtxtParts, FlowError, FlowPlatform, QpFlowState, RcvCtxt};
+
+/// The lock backend: lockdep-checked on the host, loom's under loom.
+#[cfg(not(loom))]
+pub type SimLock = hfi1_hal::sim::lockdep::CheckedSpinLock;
+/// The lock backend: lockdep-checked on the host, loom's under loom.
+#[cfg(loom)]
+pub type SimLock = hfi1_hal::sync::SpinLock;
+
+/// The software platform.
+#[derive(Debug)]
+pub enum SimPlatform {}
+
+/// A sim QP's extension state under its `s_lock`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SimQpExt {
+    /// Its hardware-flow state.
+    pub flow: QpFlowState,
+}
+
+impl AsMut<QpFlowState> for SimQpExt {
+    fn as_mut(&mut self) -> &mut QpFlowState {
+        &mut self.flow
+    }
+}
+
+/// A counted reference to a sim QP.
+pub type SimQp = SimRef<Qp<SimPlatform>>;
+
+impl WaitPlatform for SimPlatform {
+    type Lock = SimLock;
+    type Ext = SimQpExt;
+    type Ref = SimQp;
+    type Sched = SimScheduler<SimQp>;
+}
+
+impl FlowPlatform for SimPlatform {
+    type Chip = SimContext;
+    type Dma = SimDma;
+    type Mem = SimAllocator;
+    type Dev = Arc<DevCounters>;
+}
+
+/// A new sim QP (the returned reference is its creator's).
+pub fn new_qp(qpn: u32, slot: u32, cpu: u32) -> SimQp {
+    SimRef::new(Qp::new(qpn, slot, cpu, Lock::new(SendState::default())))
+}
+
+/// A sim context with `ngroups` TID groups at `expected_base`, room for
+/// `qp_slots` QPs, and flow generations drawn from `seed`.
+///
+/// # Errors
+///
+/// As [`RcvCtxt::new`].
+pub fn new_ctxt(
+    ctxt: u32,
+    expected_base: u32,
+    ngroups: usize,
+    qp_slots: u32,
+    seed: u64,
+) -> Result<Box<RcvCtxt<SimPlatform>>, FlowError> {
+    let entries = u32::try_from(ngroups)
+        .unwrap_or(0)
+        .saturating_mul(hfi1_hal::consts::TID_GROUP_SIZE as u32);
+    let mut chip = SimContext::new(expected_base, entries);
+    chip.set_logging(false);
+    let parts = CtxtParts {
+        ctxt,
+        chip,
+        expected_base,
+        ngroups,
+        qp_slots,
+        sched: SimScheduler::new(),
+        dma: SimDma::new(),
+        mem: SimAllocator::new(),
+        dev: Arc::new(DevCounters::new()),
+    };
+    let mut rng = SimRandom::new(seed);
+    Ok(Box::new(RcvCtxt::new(parts, &mut rng)?))
+}
