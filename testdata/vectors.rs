@@ -39,7 +39,11 @@ pub fn load(name: &str) -> Vec<serde_json::Value> {
             .unwrap_or_else(|e| panic!("{name}: line {n}: bad JSON: {e}"));
         out.push(v);
     }
-    assert!(!out.is_empty(), "{name}: no vector lines in {}", path.display());
+    assert!(
+        !out.is_empty(),
+        "{name}: no vector lines in {}",
+        path.display()
+    );
     out
 }
 
@@ -55,7 +59,12 @@ pub struct Tally {
 impl Tally {
     /// A tally for the file `name`.
     pub fn new(name: &'static str) -> Self {
-        Self { name, passed: 0, failed: 0, shown: Vec::new() }
+        Self {
+            name,
+            passed: 0,
+            failed: 0,
+            shown: Vec::new(),
+        }
     }
 
     /// Records one line's verdict: `Ok(())` or a description of the first
@@ -75,18 +84,33 @@ impl Tally {
     /// Prints the summary line and fails the test on any mismatch or when
     /// nothing was checked.
     pub fn finish(self) {
-        println!("{}: {} passed, {} failed", self.name, self.passed, self.failed);
+        println!(
+            "{}: {} passed, {} failed",
+            self.name, self.passed, self.failed
+        );
         for s in &self.shown {
             println!("{s}");
         }
-        assert!(self.passed + self.failed > 0, "{}: zero lines checked", self.name);
-        assert_eq!(self.failed, 0, "{}: {} lines mismatched", self.name, self.failed);
+        assert!(
+            self.passed + self.failed > 0,
+            "{}: zero lines checked",
+            self.name
+        );
+        assert_eq!(
+            self.failed, 0,
+            "{}: {} lines mismatched",
+            self.name, self.failed
+        );
     }
 }
 
 /// Compares two values and names the field on mismatch.
 pub fn check<T: PartialEq + std::fmt::Debug>(field: &str, got: T, want: T) -> Result<(), String> {
-    if got == want { Ok(()) } else { Err(format!("{field}: got {got:?}, want {want:?}")) }
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("{field}: got {got:?}, want {want:?}"))
+    }
 }
 
 /// A JSON number as u64, or an error naming the field.
