@@ -226,10 +226,11 @@ impl<'a> RespBuilder<'a> {
         self.done
     }
 
-    /// Moves the cursor (a restart); the flow is live again.
+    /// Moves the cursor (a restart). The flow is live again unless the
+    /// cursor already stands past the flow's length.
     pub fn set_cursor(&mut self, c: Cursor) {
         self.cursor = c;
-        self.done = false;
+        self.done = c.sent > 0 && c.sent >= self.length;
     }
 
     /// Rewinds to the start of the flow (a duplicate READ_REQ rebuilds the

@@ -97,13 +97,17 @@ fn variant_mask(i: usize, lnh: u8) -> u8 {
     const LRH: usize = 8;
     const GRH: usize = 40;
     const BTH_RESV8A: usize = 4;
-    match i {
-        0 => 0xF0,
-        _ if lnh == LNH_BTH && i == LRH + BTH_RESV8A => 0xFF,
-        _ if lnh == LNH_GRH => match i - LRH {
+    if i == 0 {
+        return 0xF0; // VL / SC
+    }
+    let Some(j) = i.checked_sub(LRH) else {
+        return 0;
+    };
+    match lnh {
+        LNH_BTH if j == BTH_RESV8A => 0xFF,
+        LNH_GRH => match j {
             0 => 0x0F,     // traffic class, high nibble
-            1 => 0xFF,     // traffic class low nibble, flow label
-            2 | 3 => 0xFF, // flow label
+            1..=3 => 0xFF, // traffic class low nibble, flow label
             7 => 0xFF,     // hop limit
             x if x == GRH + BTH_RESV8A => 0xFF,
             _ => 0,
@@ -172,6 +176,22 @@ mod tests {
     }
 
     const EXPECTED: u32 = 0x9293_B803;
+
+    #[test]
+    fn grh_masks_and_short_packets() {
+        // Found by the `lrh` fuzz target: a GRH packet shorter than its LRH
+        // must not underflow the offset arithmetic.
+        assert_eq!(compute(&[0xFF, 0x03, 0xFF]), crc32(&[0xFF, 0x03, 0xFF]));
+        let mut grh = [0u8; 8 + 40 + 12];
+        grh[1] = LNH_GRH;
+        let mut masked = grh;
+        masked[0] = 0xF0;
+        masked[8] = 0x0F;
+        masked[9..12].fill(0xFF);
+        masked[15] = 0xFF;
+        masked[52] = 0xFF;
+        assert_eq!(compute(&grh), crc32(&masked));
+    }
 
     #[test]
     fn icrc_goes_on_the_wire_lsb_first() {

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! BTH parse -> emit round trip.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tid_read_proto::wire::bth::{HEADER_LEN, Packet, Repr};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(p) = Packet::new_checked(data) else {
+        return;
+    };
+    let Ok(r) = Repr::parse(&p) else { return };
+    let mut out = data.to_vec();
+    out[..HEADER_LEN].fill(0);
+    r.emit(&mut Packet::new_unchecked(&mut out[..]))
+        .expect("a parsed BTH emits");
+    assert_eq!(out, data);
+});
