@@ -65,6 +65,10 @@ fn read_resp_frames_survive_the_wire() {
 
     let data: Vec<u8> = (0..24 * 1024).map(|i| (i % 251) as u8).collect();
     let mut seen = 0usize;
+    // A pcap file of the frames (ERF link type), written when
+    // HFI1_PCAP_OUT names a path: `tshark -r <path> -V` decodes it with the
+    // `erf` and `opa` dissectors.
+    let mut pcap = erf::pcap_file_header(65535).to_vec();
     for (i, pkt) in RespBuilder::new(&acc.resp_flow(32, false, 4096)).enumerate() {
         let pkt = pkt.unwrap();
         let payload_len = pkt.len as usize;
@@ -115,6 +119,10 @@ fn read_resp_frames_survive_the_wire() {
         let mut rec = vec![0u8; erf::HEADER_LEN + total];
         let n = erf::encode(erf::timestamp_from_nanos(i as u64), 0, &frame, &mut rec).unwrap();
 
+        let ts = erf::timestamp_from_nanos(i as u64);
+        pcap.extend_from_slice(&erf::pcap_record_header(ts, n as u32));
+        pcap.extend_from_slice(&rec[..n]);
+
         // Receiver: ERF -> LRH (ICRC checked) -> BTH -> READ_RESP.
         let rec = erf::Record::new_checked(&rec[..n]).unwrap();
         erf::Repr::parse(&rec).unwrap();
@@ -139,4 +147,7 @@ fn read_resp_frames_survive_the_wire() {
         seen += payload_len;
     }
     assert_eq!(seen, data.len());
+    if let Some(path) = std::env::var_os("HFI1_PCAP_OUT") {
+        std::fs::write(path, &pcap).unwrap();
+    }
 }

@@ -277,6 +277,39 @@ pub fn encode(timestamp: u64, interface: u8, packet: &[u8], out: &mut [u8]) -> R
     Ok(total)
 }
 
+/// Length of a pcap file header.
+pub const PCAP_FILE_HEADER_LEN: usize = 24;
+/// Length of a pcap record header.
+pub const PCAP_RECORD_HEADER_LEN: usize = 16;
+
+/// The 24-byte header of a classic pcap file (little-endian, microsecond
+/// timestamps, version 2.4) whose records are ERF records.
+pub fn pcap_file_header(snaplen: u32) -> [u8; PCAP_FILE_HEADER_LEN] {
+    // magic, version 2.4 (major then minor, 16 bits each), zone, sigfigs,
+    // snaplen, link type.
+    let fields: [u32; 6] = [0xA1B2_C3D4, 2 | 4 << 16, 0, 0, snaplen, LINKTYPE_ERF];
+    let mut h = [0u8; PCAP_FILE_HEADER_LEN];
+    for (slot, v) in h.chunks_exact_mut(4).zip(fields) {
+        slot.copy_from_slice(&v.to_le_bytes());
+    }
+    h
+}
+
+/// The 16-byte pcap record header in front of one ERF record of
+/// `record_len` bytes captured at `timestamp` (an ERF timestamp).
+pub fn pcap_record_header(timestamp: u64, record_len: u32) -> [u8; PCAP_RECORD_HEADER_LEN] {
+    let secs = (timestamp >> 32) as u32;
+    let usecs = (((timestamp & 0xFFFF_FFFF) * 1_000_000) >> 32) as u32;
+    let mut h = [0u8; PCAP_RECORD_HEADER_LEN];
+    for (slot, v) in h
+        .chunks_exact_mut(4)
+        .zip([secs, usecs, record_len, record_len])
+    {
+        slot.copy_from_slice(&v.to_le_bytes());
+    }
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,6 +335,22 @@ mod tests {
         let r = Repr::parse(&rec).unwrap();
         assert_eq!(r, Repr::for_packet(ts, 1, 4).unwrap());
         assert_eq!(rec.packet(), &[9, 8, 7, 6]);
+    }
+
+    #[test]
+    fn pcap_headers() {
+        assert_eq!(
+            pcap_file_header(65535),
+            [
+                0xD4, 0xC3, 0xB2, 0xA1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0, 0, 197,
+                0, 0, 0
+            ]
+        );
+        let ts = timestamp_from_nanos(3_250_000_000);
+        assert_eq!(
+            pcap_record_header(ts, 20),
+            [3, 0, 0, 0, 0x90, 0xD0, 0x03, 0, 20, 0, 0, 0, 20, 0, 0, 0]
+        );
     }
 
     #[test]
