@@ -42,4 +42,6 @@ pub mod abi;
 pub mod errno;
 #[cfg(target_os = "none")]
 pub mod kernel;
+#[cfg(feature = "lockdep-demo")]
+pub mod lockdep_demo;
 pub mod platform;
