@@ -141,7 +141,7 @@ KDIR="$KDIR" KERNEL_IMAGE="$KERNEL_IMAGE" GUEST_POWEROFF=reboot ALLOW_REPORTS=1 
 say "boot demo: qemu-test.sh exit status $demo_rc (expected non-zero: lockdep is off at the end)"
 # Its other checks (verdict, taint, unload, end of script) must still pass:
 # the only complaint allowed is that lockdep switched itself off.
-unexpected=$(grep 'qemu-test: FAIL' "$logs/demo.qemu-test.out" | grep -v 'lockdep switched itself off' || true)
+unexpected=$(grep -E ': FAIL: ' "$logs/demo.qemu-test.out" | grep -v 'lockdep switched itself off' || true)
 [[ -z "$unexpected" ]] || err "boot demo: qemu-test.sh also failed on: $unexpected"
 if [[ ! -s "$logs/demo.log" ]]; then
 	err "boot demo: no serial log"
