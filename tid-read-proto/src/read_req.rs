@@ -35,6 +35,14 @@ use crate::wire::tid_entries::{ENTRY_LEN, Entries};
 /// (the size of `flow->tid_entry[]`).
 pub const MAX_TID_ENTRIES: usize = MAX_PAGESETS;
 
+const _: () = assert!((DESTQP_FLOW_MASK as usize) < hfi1_hal::consts::NUM_TID_FLOWS);
+// Evaluated at compile time: a `None` here fails the build.
+#[allow(clippy::panic)]
+const FLOW_0: FlowIndex = match FlowIndex::new(0) {
+    Some(f) => f,
+    None => panic!("flow 0 exists"),
+};
+
 /// Why a READ_REQ was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Reject {
@@ -232,6 +240,9 @@ pub fn validate(
     let npkts = div_round_up_mtu(len, qp.pmtu);
     let tid_qpn = req.header.tid_flow_qp;
     let flow_bits = (tid_qpn >> DESTQP_FLOW_SHIFT) & DESTQP_FLOW_MASK;
+    // Five bits always name one of the 32 flows (checked at compile time
+    // below), so the fallback is never taken.
+    let flow = FlowIndex::new(flow_bits).unwrap_or(FLOW_0);
     let flow_psn: FlowPsn = req.header.flow_psn;
     Ok(Accepted {
         entries,
@@ -239,8 +250,7 @@ pub fn validate(
         length: len,
         npkts,
         tid_qpn,
-        // Five bits are always a valid flow index (< 32).
-        flow: FlowIndex::new(flow_bits).ok_or(Reject::BadLength(len))?,
+        flow,
         ctxt: tid_qpn.to_le_bytes()[0],
         generation: flow_psn.generation(),
         spsn: flow_psn.seq(),

@@ -344,11 +344,11 @@ pub struct ReadReqFlow<'a> {
     pub remote_jkey: u16,
     /// The peer's verbs QP number.
     pub remote_verbs_qp: u32,
-    /// The work request's remote address and key.
+    /// The work request's remote address (start of the whole READ).
     pub remote_addr: u64,
     /// The work request's remote key.
     pub rkey: u32,
-    /// Index of this segment in the request, and the segment length.
+    /// Index of this segment in the request.
     pub cur_seg: u32,
     /// Segment length of the request (`seg_len`).
     pub seg_len: u32,

@@ -15,8 +15,11 @@
 //!    with a GRH (LNH 3), its traffic class, flow label and hop limit; and
 //!    the BTH's byte 4 (Resv8a, which holds FECN/BECN on this hardware).
 //! 4. The 32-bit result goes on the wire least-significant byte first, like
-//!    the Ethernet FCS (the Linux soft-RoCE driver stores the complemented
-//!    `crc32_le` value the same way).
+//!    the Ethernet FCS. Two independent implementations of the same rule
+//!    for RoCE agree: the Linux soft-RoCE driver stores its `crc32_le`
+//!    result that way, and Scapy's RoCE layer packs zlib's CRC-32 of the
+//!    masked packet byte-reversed from network order; both mask the whole
+//!    BTH byte 4 (FECN, BECN and the six reserved bits) to ones.
 //!
 //! The hfi1 chip computes the ICRC in hardware; this module exists so the
 //! simulator's capture files carry a correct one and a test can check it.

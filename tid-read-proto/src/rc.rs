@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The RC layer TID RDMA READ needs, and no more.
+//!
+//! The driver's RC engine (`rc.c` with rdmavt) runs every verb: sends,
+//! writes, atomics, retries with RNR and timers, credits, the full ACK
+//! coalescing state machine. A TID READ uses a small slice of it: a send
+//! queue of work requests that are sent in order, one IB PSN space
+//! (`s_next_psn`, `s_last_psn`) that the segments consume, the limit of
+//! reads outstanding (`s_num_rd_atomic` against `s_max_rd_atomic`), and on
+//! the responder an ack queue of accepted requests with `r_psn`, `r_msn`
+//! and the NAK state, plus ACK/NAK processing on the requester. That slice
+//! is what lives here, so the TID engines can be driven end to end and
+//! tested in user space; the rest of RC is not rebuilt (every work request
+//! here is an RDMA READ, and every RDMA READ here is a TID READ).
+//!
+//! A QP's whole protocol state is [`TidQp`], the extension state of
+//! `qp_wait::Qp` under the QP's `s_lock`: a platform that runs the engines
+//! names it as its `WaitPlatform::Ext`.
+
+use hfi1_hal::Psn;
+use tid_flow::{FlowError, FlowPlatform, QpFlowState};
+
+use crate::opfn::TidParams;
+use crate::packet::{PacketError, Path};
+use crate::requester::Requester;
+use crate::responder::Responder;
+
+/// Send-queue slots of a QP. Kernel: `qp->s_size` (here fixed).
+pub const SQ_SIZE: usize = 16;
+
+/// Ack-queue slots of a responder QP (one stays free, as in rdmavt).
+/// Kernel: `rvt_max_atomic(rdi) + 1` entries of `qp->s_ack_queue`.
+pub const ACK_QUEUE_SIZE: usize = 8;
+
+/// What both sides agreed on when the connection was set up (the RC
+/// attributes and the OPFN exchange).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connection {
+    /// This QP's verbs QP number.
+    pub verbs_qpn: u32,
+    /// The peer's verbs QP number. Kernel: `qp->remote_qpn`.
+    pub remote_verbs_qpn: u32,
+    /// Our TID parameters (`qp` is our KDETH QPN).
+    pub local: TidParams,
+    /// The peer's TID parameters.
+    pub remote: TidParams,
+    /// Path MTU in bytes (4096 or 8192).
+    pub pmtu: u32,
+    /// LIDs.
+    pub path: Path,
+    /// Reads (segments) the requester keeps outstanding at most.
+    /// Kernel: `qp->s_max_rd_atomic`.
+    pub max_rd_atomic: u32,
+    /// The responder allows remote reads (`IB_ACCESS_REMOTE_READ`).
+    pub remote_read: bool,
+}
+
+/// A QP's protocol state under its `s_lock`: the hardware-flow state
+/// `tid-flow` needs, the connection, and both roles.
+/// Kernel: the TID parts of `rvt_qp` and `hfi1_qp_priv`.
+///
+/// # Locking
+///
+/// The QP's `s_lock`.
+pub struct TidQp<P: FlowPlatform> {
+    /// The QP's hardware flow. Kernel: `qpriv->flow_state`.
+    pub flow: QpFlowState,
+    /// The connection.
+    pub conn: Connection,
+    /// The requester side.
+    pub req: Requester<P>,
+    /// The responder side.
+    pub resp: Responder,
+}
+
+impl<P: FlowPlatform> core::fmt::Debug for TidQp<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TidQp")
+            .field("flow", &self.flow)
+            .field("conn", &self.conn)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: FlowPlatform> TidQp<P> {
+    /// A connected QP with empty queues; both PSN spaces start at `psn`.
+    pub fn new(conn: Connection, psn: Psn) -> Self {
+        Self {
+            flow: QpFlowState::default(),
+            conn,
+            req: Requester::new(psn),
+            resp: Responder::new(psn),
+        }
+    }
+}
+
+impl<P: FlowPlatform> AsMut<QpFlowState> for TidQp<P> {
+    fn as_mut(&mut self) -> &mut QpFlowState {
+        &mut self.flow
+    }
+}
+
+/// Where the engines put the packets they build: they write into
+/// [`PacketSink::buffer`] and hand the first `len` bytes over with
+/// [`PacketSink::send`].
+pub trait PacketSink {
+    /// A buffer of at least [`crate::packet::MAX_PACKET`] bytes.
+    fn buffer(&mut self) -> &mut [u8];
+    /// Sends the first `len` bytes of the buffer.
+    fn send(&mut self, len: usize);
+}
+
+/// The responder's memory regions: an R_Key check that takes a reference
+/// on the region, and its release. Kernel: `rvt_rkey_ok()` /
+/// `rvt_put_mr()`.
+pub trait MrTable {
+    /// Checks `rkey` for a remote read of `len` bytes at `vaddr`; on
+    /// success returns a handle holding a reference on the region.
+    fn get(&self, vaddr: u64, len: u32, rkey: u32) -> Option<u32>;
+    /// Drops the reference a [`MrTable::get`] took.
+    fn put(&self, mr: u32);
+}
+
+/// Where the responder reads the data it sends (the memory behind a
+/// region, by the requester's virtual address).
+pub trait SourceData {
+    /// Fills `out` with the bytes at `vaddr`; false if they are not there.
+    fn read(&self, vaddr: u64, out: &mut [u8]) -> bool;
+}
+
+/// A finished work request. Kernel: `struct ib_wc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// The caller's id of the request.
+    pub wr_id: u64,
+    /// Bytes read.
+    pub length: u32,
+    /// Success, or why not.
+    pub status: WcStatus,
+}
+
+/// A completion's status. Kernel: `enum ib_wc_status` (the few used).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WcStatus {
+    /// Done.
+    Success,
+    /// The responder refused (NAK) or the request could not be carried on.
+    RemoteError,
+    /// The QP was flushed.
+    Flushed,
+}
+
+/// Errors of the engines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The send queue is full.
+    #[error("send queue full")]
+    QueueFull,
+    /// The work request's scatter list is empty, not page aligned or too
+    /// long for a verbs message.
+    #[error("bad scatter list")]
+    BadSgl,
+    /// Memory for the request could not be allocated.
+    #[error("out of memory")]
+    NoMemory,
+    /// A flow-engine error other than "wait".
+    #[error("flow: {0}")]
+    Flow(#[from] FlowError),
+    /// A packet could not be built.
+    #[error("packet: {0}")]
+    Packet(#[from] PacketError),
+}

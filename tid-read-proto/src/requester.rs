@@ -1,0 +1,644 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The TID RDMA READ requester: posting READs, the send engine that sets
+//! up segments and sends READ_REQs, and the receive path of the segments'
+//! last READ_RESPs (SPEC §5 "Requester", "Requester receive").
+//!
+//! Per segment the send engine ([`send_engine`], kernel
+//! `hfi1_build_tid_rdma_read_req()`):
+//!
+//! 1. **SYNC check.** If the QP's flow has no room left in its generation
+//!    for the segment (`flow PSN + packets > 2047`), the request is at a
+//!    SYNC point: it waits until every segment sent completed, then the
+//!    hardware flow is cleared (it moves to a fresh generation).
+//! 2. **Flow.** [`tid_flow::setup_hw_flow`]; if it has to wait, the QP is
+//!    queued on the flow queue and woken later.
+//! 3. **Segment.** [`tid_flow::exp_rcv_setup`]: pages, page sets, DMA
+//!    mapping, RcvArray entries; waiting queues the QP on the RcvArray
+//!    queue; a full flow ring (all `n_flows` segments in flight) just waits
+//!    for a response to reschedule the QP.
+//! 4. **READ_REQ.** The segment gets its IB PSN range (one PSN per
+//!    response packet) and its READ_REQ goes out with the TID entries.
+//!
+//! The receive path ([`rcv_read_resp`], kernel
+//! `hfi1_rc_rcv_tid_rdma_read_resp()`) sees only a segment's last packet
+//! (the chip placed the others and suppressed their headers). It finds the
+//! request by the packet's `verbs_psn`, checks it is the last PSN of the
+//! oldest segment in flight, releases the segment's TIDs, acknowledges
+//! through the RC layer, and releases the hardware flow at a SYNC point
+//! or when no TID READ is outstanding.
+//!
+//! Deviations from the driver, on purpose:
+//!
+//! - The SYNC check counts a segment's packets as its pages (the most it
+//!   can take), not `seg_len / pmtu`: with an 8 KiB MTU over scattered
+//!   4 KiB pages a segment takes one packet per page, and the driver's
+//!   estimate could run the sequence past 2047.
+//! - TID entries of LEN 0 (an unpaired filler) are not sent: they name no
+//!   buffer, take no packet, and the responder refuses any entry of LEN 0.
+
+use alloc::vec::Vec;
+use arrayvec::ArrayVec;
+use hfi1_hal::consts::{MAX_PAGESETS, MAX_READ_SEGS_PER_REQ, MAX_TID_FLOW_PSN, PAGE_SIZE};
+use hfi1_hal::lock_order::{LockToken, Unlocked};
+use hfi1_hal::services::{AllocContext, Scheduler};
+use hfi1_hal::{Psn, TidEntry};
+use qp_wait::{SGuard, SendState, WaitPlatform};
+use tid_flow::{
+    FlowError, FlowPlatform, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, exp_rcv_clear,
+    exp_rcv_clear_all, setup_hw_flow,
+};
+
+use crate::packet;
+use crate::rc::{Completion, EngineError, PacketSink, SQ_SIZE, TidQp, WcStatus};
+use crate::read_resp::{ReadReqFlow, build_read_req};
+use crate::wire::{aeth, read_resp};
+
+/// One RDMA READ work request as posted.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadWr<'a> {
+    /// The caller's id, returned in the completion.
+    pub wr_id: u64,
+    /// Remote virtual address.
+    pub remote_addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// The local buffer: page-aligned, page-multiple elements (in the sim
+    /// the addresses are physical).
+    pub sges: &'a [Sge],
+}
+
+/// One posted READ. Kernel: `struct rvt_swqe` with its
+/// `tid_rdma_request`.
+struct Wqe<P: FlowPlatform> {
+    wr_id: u64,
+    remote_addr: u64,
+    rkey: u32,
+    length: u32,
+    sges: Vec<Sge>,
+    tid: TidRequest<P>,
+    total_segs: u32,
+    cur_seg: u32,
+    comp_seg: u32,
+    started: bool,
+}
+
+impl<P: FlowPlatform> Wqe<P> {
+    fn done(&self) -> bool {
+        self.comp_seg >= self.total_segs && self.cur_seg >= self.total_segs
+    }
+
+    /// Bytes of segment `seg`.
+    fn seg_bytes(&self, seg: u32) -> u32 {
+        let start = u64::from(seg) * u64::from(self.tid.seg_len);
+        let left = u64::from(self.length).saturating_sub(start);
+        u32::try_from(left.min(u64::from(self.tid.seg_len))).unwrap_or(0)
+    }
+}
+
+/// What the requester counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReqStats {
+    /// READ requests started.
+    pub requests: u64,
+    /// Segments set up and requested.
+    pub segments: u64,
+    /// Segments completed.
+    pub segments_done: u64,
+    /// Setups that had to wait for RcvArray space.
+    pub tid_waits: u64,
+    /// Setups that had to wait for a hardware flow.
+    pub flow_waits: u64,
+    /// SYNC points passed (flow cleared to move to a new generation).
+    pub syncs: u64,
+    /// READ_REQ packets sent.
+    pub read_reqs: u64,
+    /// READ_RESPs delivered to software that matched no segment end.
+    pub resp_dropped: u64,
+    /// READ_RESPs the chip flagged with a KDETH error.
+    pub kdeth_errors: u64,
+    /// NAKs received.
+    pub naks: u64,
+    /// Setups refused for memory (DMA mapping, flow records).
+    pub no_memory: u64,
+}
+
+/// The requester side of a QP.
+///
+/// # Locking
+///
+/// Part of [`TidQp`], under the QP's `s_lock`.
+pub struct Requester<P: FlowPlatform> {
+    sq: [Option<Wqe<P>>; SQ_SIZE],
+    head: u32,
+    cur: u32,
+    tail: u32,
+    /// The next IB PSN to hand out. Kernel: `req->s_next_psn` /
+    /// `qp->s_psn`.
+    pub s_next_psn: Psn,
+    /// The last IB PSN acknowledged. Kernel: `qp->s_last_psn`.
+    pub s_last_psn: Psn,
+    pending_segs: u32,
+    num_rd_atomic: u32,
+    tid_r_reqs: u64,
+    tid_r_comp: u64,
+    sync_pending: bool,
+    completions: ArrayVec<Completion, SQ_SIZE>,
+    /// What happened so far.
+    pub stats: ReqStats,
+}
+
+impl<P: FlowPlatform> Requester<P> {
+    /// An idle requester whose first IB PSN is `psn`.
+    pub fn new(psn: Psn) -> Self {
+        Self {
+            sq: core::array::from_fn(|_| None),
+            head: 0,
+            cur: 0,
+            tail: 0,
+            s_next_psn: psn,
+            s_last_psn: psn.sub(1),
+            pending_segs: 0,
+            num_rd_atomic: 0,
+            tid_r_reqs: 0,
+            tid_r_comp: 0,
+            sync_pending: false,
+            completions: ArrayVec::new(),
+            stats: ReqStats::default(),
+        }
+    }
+
+    /// Work requests posted and not yet completed.
+    pub fn outstanding(&self) -> u32 {
+        self.tail.wrapping_sub(self.head)
+    }
+
+    /// True if another work request fits in the send queue.
+    pub fn can_post(&self) -> bool {
+        (self.outstanding() as usize) < SQ_SIZE
+    }
+
+    /// Segments requested and not yet completed.
+    /// Kernel: `qpriv->pending_tid_r_segs`.
+    pub fn pending_segments(&self) -> u32 {
+        self.pending_segs
+    }
+
+    /// Takes the oldest completion. Kernel: `ib_poll_cq()`.
+    pub fn poll(&mut self) -> Option<Completion> {
+        if self.completions.is_empty() {
+            None
+        } else {
+            Some(self.completions.remove(0))
+        }
+    }
+
+    fn slot(i: u32) -> usize {
+        i as usize % SQ_SIZE
+    }
+
+    /// Moves finished requests at the head of the send queue to the
+    /// completion queue and frees their flow records.
+    /// Kernel: `do_rc_completion()` + `__trdma_clean_swqe()`.
+    fn retire(&mut self) {
+        while self.head != self.cur && !self.completions.is_full() {
+            let s = Self::slot(self.head);
+            let done = self
+                .sq
+                .get(s)
+                .and_then(Option::as_ref)
+                .is_some_and(Wqe::done);
+            if !done {
+                break;
+            }
+            if let Some(mut w) = self.sq.get_mut(s).and_then(Option::take) {
+                // The ring is empty once every segment completed.
+                let _ = w.tid.clean_swqe();
+                self.completions.push(Completion {
+                    wr_id: w.wr_id,
+                    length: w.length,
+                    status: WcStatus::Success,
+                });
+            }
+            self.head = self.head.wrapping_add(1);
+        }
+    }
+}
+
+/// Posts an RDMA READ (every READ here is a TID READ: the caller's
+/// buffers are page aligned) and schedules the send engine.
+/// Kernel: `rvt_post_send()` + `hfi1_tid_rdma_wqe_interlock()` setup in
+/// `setup_tid_rdma_wqe()` (`seg_len = min(remote max_len, length)`,
+/// `n_flows = remote max_read`).
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`).
+///
+/// # Errors
+///
+/// [`EngineError::QueueFull`], [`EngineError::BadSgl`] (empty, unaligned,
+/// or longer than 4 GiB - 1), [`EngineError::NoMemory`].
+pub fn post_read<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    wr: &ReadWr<'_>,
+) -> Result<(), EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let ext = &mut g.ext;
+    let req = &mut ext.req;
+    if !req.can_post() {
+        return Err(EngineError::QueueFull);
+    }
+    let page = u64::from(PAGE_SIZE);
+    let mut total: u64 = 0;
+    for s in wr.sges {
+        if s.length == 0 || s.vaddr % page != 0 || u64::from(s.length) % page != 0 {
+            return Err(EngineError::BadSgl);
+        }
+        total += u64::from(s.length);
+    }
+    let length = u32::try_from(total).map_err(|_| EngineError::BadSgl)?;
+    if length == 0 {
+        return Err(EngineError::BadSgl);
+    }
+    let mut sges = Vec::new();
+    sges.try_reserve_exact(wr.sges.len())
+        .map_err(|_| EngineError::NoMemory)?;
+    sges.extend_from_slice(wr.sges);
+    let seg_len = ext.conn.remote.max_len.min(length).max(PAGE_SIZE);
+    let total_segs = length.div_ceil(seg_len);
+    let n_flows = u16::from(ext.conn.remote.max_read).clamp(1, MAX_READ_SEGS_PER_REQ as u16);
+    let tid = TidRequest::new(seg_len, n_flows, ext.conn.pmtu);
+    let s = Requester::<P>::slot(req.tail);
+    if let Some(slot) = req.sq.get_mut(s) {
+        *slot = Some(Wqe {
+            wr_id: wr.wr_id,
+            remote_addr: wr.remote_addr,
+            rkey: wr.rkey,
+            length,
+            sges,
+            tid,
+            total_segs,
+            cur_seg: 0,
+            comp_seg: 0,
+            started: false,
+        });
+    }
+    req.tail = req.tail.wrapping_add(1);
+    rcd.sched.schedule_send(qp);
+    Ok(())
+}
+
+/// The requester's send engine: takes the QP's `s_lock` and sends every
+/// READ_REQ it can. Kernel: `hfi1_do_send()` → `hfi1_make_rc_req()` →
+/// `hfi1_build_tid_rdma_read_req()`.
+///
+/// # Locking
+///
+/// Runs with no lock held (`root`); takes the QP's `s_lock`, and
+/// `exp_lock` inside it through `tid-flow`.
+///
+/// # Errors
+///
+/// A flow-engine error other than "wait" or a packet that could not be
+/// built: the QP stops sending (a bug the sim's tests would show).
+pub fn send_engine<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    root: &mut LockToken<'_, Unlocked>,
+    sink: &mut impl PacketSink,
+) -> Result<(), EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let mut g = qp.s_lock.lock(root);
+    make_req(rcd, qp, &mut g, sink)
+}
+
+/// Lends the parts of a locked QP the flow engine needs.
+macro_rules! locked {
+    ($flags:expr, $flow:expr, $token:expr) => {
+        QpLocked {
+            flags: &mut *$flags,
+            flow: &mut *$flow,
+            token: &mut *$token,
+        }
+    };
+}
+
+/// The body of [`send_engine`], with the `s_lock` already held.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` through `tid-flow`.
+///
+/// # Errors
+///
+/// As [`send_engine`].
+pub fn make_req<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    sink: &mut impl PacketSink,
+) -> Result<(), EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let (state, token) = g.parts();
+    let SendState { flags, ext } = state;
+    let TidQp {
+        flow, conn, req, ..
+    } = ext;
+    loop {
+        if req.cur == req.tail {
+            break;
+        }
+        let slot = Requester::<P>::slot(req.cur);
+        let Some(wqe) = req.sq.get_mut(slot).and_then(Option::as_mut) else {
+            break;
+        };
+        if wqe.cur_seg >= wqe.total_segs {
+            req.cur = req.cur.wrapping_add(1);
+            continue;
+        }
+        if req.num_rd_atomic >= conn.max_rd_atomic {
+            break;
+        }
+        if wqe.tid.flow_idx == wqe.tid.setup_head {
+            // A new segment. SYNC check first.
+            let worst = wqe.seg_bytes(wqe.cur_seg).div_ceil(PAGE_SIZE);
+            if flow.index.is_some() && flow.psn.wrapping_add(worst) > MAX_TID_FLOW_PSN - 1 {
+                req.sync_pending = true;
+            }
+            if req.sync_pending {
+                if req.pending_segs > 0 {
+                    break;
+                }
+                clear_hw_flow(rcd, qp, locked!(flags, flow, token));
+                req.sync_pending = false;
+                req.stats.syncs += 1;
+            }
+            match setup_hw_flow(rcd, qp, locked!(flags, flow, token)) {
+                Ok(()) => {}
+                Err(FlowError::Again) => {
+                    req.stats.flow_waits += 1;
+                    break;
+                }
+                Err(e) => return Err(e.into()),
+            }
+            if let Err(e) = wqe.tid.alloc_flows(&rcd.mem, AllocContext::Atomic) {
+                req.stats.no_memory += 1;
+                return Err(e.into());
+            }
+            let head = wqe.tid.setup_head;
+            match tid_flow::exp_rcv_setup(
+                rcd,
+                &mut wqe.tid,
+                qp,
+                locked!(flags, flow, token),
+                &wqe.sges,
+            ) {
+                Ok(()) => {}
+                Err(FlowError::Again) => {
+                    req.stats.tid_waits += 1;
+                    break;
+                }
+                // Ring full: a response will reschedule the QP.
+                Err(FlowError::Invalid) => break,
+                Err(FlowError::NoMemory) => {
+                    req.stats.no_memory += 1;
+                    break;
+                }
+                Err(e) => return Err(e.into()),
+            }
+            if !wqe.started {
+                wqe.started = true;
+                req.tid_r_reqs += 1;
+                req.stats.requests += 1;
+            }
+            let Some(rec) = wqe.tid.flow_mut(head) else {
+                return Err(EngineError::Flow(FlowError::NoFlowRecords));
+            };
+            let npkts = rec.npkts.max(1);
+            rec.psns.ib_spsn = req.s_next_psn;
+            rec.psns.ib_lpsn = req.s_next_psn.add(npkts - 1);
+            req.s_next_psn = req.s_next_psn.add(npkts);
+        }
+        // Build and send the READ_REQ of the segment at flow_idx.
+        let idx = wqe.tid.flow_idx;
+        let Some(rec) = wqe.tid.flow(idx) else {
+            return Err(EngineError::Flow(FlowError::NoFlowRecords));
+        };
+        let Some(hw_flow) = rec.idx else {
+            return Err(EngineError::Flow(FlowError::Invalid));
+        };
+        let entries: ArrayVec<TidEntry, MAX_PAGESETS> = rec
+            .tid_entries
+            .iter()
+            .copied()
+            .filter(|e| !e.is_empty())
+            .collect();
+        let f = ReadReqFlow {
+            entries: &entries,
+            generation: rec.psns.generation,
+            spsn: rec.psns.spsn,
+            pkt: 0,
+            sent: 0,
+            ib_spsn: rec.psns.ib_spsn,
+            flow: hw_flow,
+            local_qp: conn.local.qp,
+            ctxt: conn.local.qp.to_le_bytes()[0],
+            remote_qp: conn.remote.qp,
+            remote_jkey: conn.remote.jkey,
+            remote_verbs_qp: conn.remote_verbs_qpn,
+            remote_addr: wqe.remote_addr,
+            rkey: wqe.rkey,
+            cur_seg: wqe.cur_seg,
+            seg_len: wqe.tid.seg_len,
+            len: rec.length,
+        };
+        let built = build_read_req(&f);
+        let n = packet::build_read_req(sink.buffer(), conn.path, &built)?;
+        sink.send(n);
+        req.stats.read_reqs += 1;
+        req.stats.segments += 1;
+        wqe.tid.flow_idx = tid_flow::ring_next(idx);
+        wqe.cur_seg += 1;
+        req.pending_segs += 1;
+        req.num_rd_atomic += 1;
+        if wqe.cur_seg >= wqe.total_segs {
+            req.cur = req.cur.wrapping_add(1);
+        }
+    }
+    Ok(())
+}
+
+/// An error the chip reported with a delivered KDETH packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KdethError {
+    /// TID, control bits or offset name no programmed buffer.
+    Tid,
+    /// Flow sequence ahead or behind.
+    FlowSeq,
+    /// Stale generation.
+    FlowGen,
+}
+
+/// What the receive path did with a READ_RESP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RespVerdict {
+    /// It completed a segment.
+    Completed,
+    /// Dropped: matched no segment end, or carried a KDETH error.
+    Dropped,
+}
+
+/// Receives a READ_RESP the chip delivered to software (with header
+/// suppression, only a segment's last packet, or a packet with an
+/// error). Kernel: `hfi1_rc_rcv_tid_rdma_read_resp()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` through `tid-flow`.
+///
+/// # Errors
+///
+/// A flow-engine error while releasing the segment.
+pub fn rcv_read_resp<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    hdr: &read_resp::Repr,
+    error: Option<KdethError>,
+) -> Result<RespVerdict, EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let (state, token) = g.parts();
+    let SendState { flags, ext } = state;
+    let TidQp { flow, req, .. } = ext;
+    if error.is_some() {
+        req.stats.kdeth_errors += 1;
+        return Ok(RespVerdict::Dropped);
+    }
+    let ipsn = hdr.verbs_psn;
+    let end = if req.cur == req.tail {
+        req.cur
+    } else {
+        req.cur.wrapping_add(1)
+    };
+    let mut i = req.head;
+    let mut found = None;
+    while i != end {
+        let s = Requester::<P>::slot(i);
+        if let Some(w) = req.sq.get(s).and_then(Option::as_ref) {
+            if w.tid.in_flight() > 0 {
+                if let Some(rec) = w.tid.flow(w.tid.clear_tail) {
+                    if ipsn.within(rec.psns.ib_spsn, rec.psns.ib_lpsn) {
+                        found = Some((s, rec.psns.ib_lpsn == ipsn));
+                        break;
+                    }
+                }
+            }
+        }
+        i = i.wrapping_add(1);
+    }
+    let Some((s, true)) = found else {
+        req.stats.resp_dropped += 1;
+        return Ok(RespVerdict::Dropped);
+    };
+    let Some(wqe) = req.sq.get_mut(s).and_then(Option::as_mut) else {
+        req.stats.resp_dropped += 1;
+        return Ok(RespVerdict::Dropped);
+    };
+    let cleared = exp_rcv_clear(rcd, &mut wqe.tid, qp, locked!(flags, flow, token));
+    req.pending_segs = req.pending_segs.saturating_sub(1);
+    req.num_rd_atomic = req.num_rd_atomic.saturating_sub(1);
+    req.stats.segments_done += 1;
+    req.s_last_psn = ipsn;
+    wqe.comp_seg += 1;
+    if wqe.comp_seg >= wqe.total_segs {
+        req.tid_r_comp += 1;
+    }
+    let sync_done = req.sync_pending && req.pending_segs == 0;
+    if sync_done || req.tid_r_comp == req.tid_r_reqs {
+        clear_hw_flow(rcd, qp, locked!(flags, flow, token));
+        if sync_done {
+            req.sync_pending = false;
+            req.stats.syncs += 1;
+        }
+    }
+    req.retire();
+    rcd.sched.schedule_send(qp);
+    cleared?;
+    Ok(RespVerdict::Completed)
+}
+
+/// Receives an RC ACK or NAK. Kernel: `do_rc_ack()` (the NAK branch).
+///
+/// A plain ACK carries nothing a TID READ needs (segments are
+/// acknowledged by their READ_RESPs); a NAK is counted.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`).
+pub fn rcv_ack<P>(g: &mut SGuard<'_, P>, a: &aeth::Repr)
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    if a.is_nak() {
+        g.ext.req.stats.naks += 1;
+    }
+}
+
+/// Flushes the QP (reset or destroy): every request's segments are torn
+/// down and its flow records freed, each request completes as flushed,
+/// the hardware flow is released and any TID wait is unwound.
+/// Kernel: `hfi1_qp_kern_exp_rcv_clear_all()` + `hfi1_kern_clear_hw_flow()`
+/// + `hfi1_tid_rdma_flush_wait()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` through `tid-flow` and
+/// `qp-wait`.
+pub fn flush<P>(rcd: &RcvCtxt<P>, qp: &P::Ref, g: &mut SGuard<'_, P>)
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    {
+        let (state, token) = g.parts();
+        let SendState { flags, ext } = state;
+        let TidQp { flow, req, .. } = ext;
+        let mut i = req.head;
+        while i != req.tail {
+            let s = Requester::<P>::slot(i);
+            if let Some(mut w) = req.sq.get_mut(s).and_then(Option::take) {
+                exp_rcv_clear_all(rcd, &mut w.tid, qp, locked!(flags, flow, token));
+                let _ = w.tid.clean_swqe();
+                if !req.completions.is_full() {
+                    req.completions.push(Completion {
+                        wr_id: w.wr_id,
+                        length: w.length,
+                        status: WcStatus::Flushed,
+                    });
+                }
+            }
+            i = i.wrapping_add(1);
+        }
+        req.head = req.tail;
+        req.cur = req.tail;
+        req.pending_segs = 0;
+        req.num_rd_atomic = 0;
+        req.tid_r_comp = req.tid_r_reqs;
+        req.sync_pending = false;
+        clear_hw_flow(rcd, qp, locked!(flags, flow, token));
+    }
+    qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
+}
+
+/// Keeps `WaitPlatform` in scope for the bounds above.
+#[allow(dead_code)]
+fn _assert_platform<P: WaitPlatform>() {}
