@@ -54,6 +54,7 @@ pub enum GroupList {
 }
 
 impl GroupList {
+    #[inline]
     const fn index(self) -> usize {
         self as usize
     }
@@ -115,6 +116,8 @@ pub struct TidNode {
     group: u16,
     map: u8,
     cnt: u8,
+    /// The entries taken, precomputed from `map` and `cnt`.
+    taken: u8,
 }
 
 impl TidNode {
@@ -135,18 +138,28 @@ impl TidNode {
 
     /// The entries of the group this node takes, as a bit map: the `cnt`
     /// lowest bits clear in the snapshot.
+    #[inline]
     pub const fn taken(&self) -> u8 {
-        let mut out = 0u8;
-        let mut left = self.cnt;
-        let mut i = 0;
-        while i < GROUP_SIZE && left > 0 {
-            if self.map & (1 << i) == 0 {
-                out |= 1 << i;
-                left -= 1;
-            }
-            i += 1;
+        self.taken
+    }
+
+    /// Builds a node, working out which entries it takes.
+    const fn new(group: u16, map: u8, cnt: u8) -> Self {
+        let mut taken = 0u8;
+        let mut free = !map;
+        let mut left = cnt;
+        while left > 0 && free != 0 {
+            let lowest = free & free.wrapping_neg();
+            taken |= lowest;
+            free &= !lowest;
+            left -= 1;
         }
-        out
+        Self {
+            group,
+            map,
+            cnt,
+            taken,
+        }
     }
 }
 
@@ -207,6 +220,16 @@ impl TidAlloc {
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
+
+    /// Empties the value in place: it then holds nothing and belongs to no
+    /// context, like the default. The caller does this after
+    /// [`TidGroups::unprogram`] so its record cannot be released twice.
+    pub fn forget(&mut self) {
+        self.nodes.clear();
+        self.instance = 0;
+        self.ticket = 0;
+        self.nsets = 0;
+    }
 }
 
 /// What [`TidGroups::program`] produced for a segment.
@@ -221,6 +244,7 @@ pub struct Programmed {
 }
 
 /// Absolute index of group `g`'s first entry.
+#[inline]
 const fn group_base(expected_base: u32, g: u16) -> u32 {
     expected_base.wrapping_add((g as u32).wrapping_mul(TID_GROUP_SIZE as u32))
 }
@@ -380,15 +404,18 @@ impl TidGroups {
 
     // ---- list plumbing -------------------------------------------------
 
+    #[inline]
     fn list_mut(&mut self, which: GroupList) -> Option<&mut ListHead> {
         self.lists.get_mut(which.index())
     }
 
+    #[inline]
     fn link(&mut self, g: u16) -> Option<&mut Group> {
         self.groups.get_mut(g as usize)
     }
 
     /// Appends group `g` (currently on no list) at the tail of `which`.
+    #[inline]
     fn append(&mut self, g: u16, which: GroupList) {
         let Some(l) = self.list_mut(which) else {
             return;
@@ -410,6 +437,7 @@ impl TidGroups {
     }
 
     /// Takes group `g` off the list it is on.
+    #[inline]
     fn unlink(&mut self, g: u16) {
         let Some(&Group {
             prev, next, list, ..
@@ -443,19 +471,23 @@ impl TidGroups {
     }
 
     /// Moves group `g` to the tail of `to`. Kernel: `tid_group_move()`.
+    #[inline]
     fn move_to(&mut self, g: u16, to: GroupList) {
         self.unlink(g);
         self.append(g, to);
     }
 
+    #[inline]
     fn head(&self, which: GroupList) -> u16 {
         self.lists.get(which.index()).map_or(NIL, |l| l.head)
     }
 
+    #[inline]
     fn next_of(&self, g: u16) -> u16 {
         self.groups.get(g as usize).map_or(NIL, |n| n.next)
     }
 
+    #[inline]
     fn counters(&self, g: u16) -> (u8, u8) {
         self.groups
             .get(g as usize)
@@ -493,7 +525,50 @@ impl TidGroups {
     /// alignment of the group maps and let two flows share one RcvArray
     /// pair. Nothing changes on any error.
     pub fn allocate(&self, sets: &[PageSet]) -> Result<TidAlloc, AllocError> {
-        let n = sets.len();
+        let mut out = TidAlloc::default();
+        self.allocate_into(sets, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::allocate`] writing into the caller's `TidAlloc` (as the
+    /// driver writes `flow->tnode[]`), which saves copying the value out.
+    /// On error `out` is left empty ([`TidAlloc::forget`]).
+    ///
+    /// # Locking
+    ///
+    /// As [`Self::allocate`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::allocate`].
+    pub fn allocate_into(&self, sets: &[PageSet], out: &mut TidAlloc) -> Result<(), AllocError> {
+        out.forget();
+        let r = self.choose(sets.len(), &mut out.nodes);
+        if let Err(e) = r {
+            out.nodes.clear();
+            return Err(e);
+        }
+        let ticket = self.next_ticket.get();
+        self.next_ticket.set(match ticket.wrapping_add(1) {
+            0 => 1,
+            t => t,
+        });
+        out.instance = self.instance;
+        out.expected_base = self.expected_base;
+        out.version = self.version;
+        out.ticket = ticket;
+        // n <= 64, checked by `choose`.
+        out.nsets = sets.len() as u8;
+        Ok(())
+    }
+
+    /// The three passes of [`Self::allocate`] for `n` sets, appending the
+    /// chosen nodes to `nodes`.
+    fn choose(
+        &self,
+        n: usize,
+        nodes: &mut ArrayVec<TidNode, MAX_PAGESETS>,
+    ) -> Result<(), AllocError> {
         if n == 0 {
             return Err(AllocError::NoPageSets);
         }
@@ -503,13 +578,12 @@ impl TidGroups {
         if n % 2 == 1 {
             return Err(AllocError::OddPageSets(n));
         }
-        let mut nodes: ArrayVec<TidNode, MAX_PAGESETS> = ArrayVec::new();
         // Every node takes at least one entry and the passes stop once
         // `n <= 64` entries are found, so `nodes` cannot overflow; should it,
         // the allocation fails cleanly.
         let mut add = |group: u16, map: u8, cnt: u8| {
             nodes
-                .try_push(TidNode { group, map, cnt })
+                .try_push(TidNode::new(group, map, cnt))
                 .map_err(|_| AllocError::NoSpace)
         };
         let mut taken = 0usize;
@@ -573,22 +647,11 @@ impl TidGroups {
             }
         }
 
-        let ticket = self.next_ticket.get();
-        self.next_ticket.set(match ticket.wrapping_add(1) {
-            0 => 1,
-            t => t,
-        });
-        Ok(TidAlloc {
-            instance: self.instance,
-            expected_base: self.expected_base,
-            version: self.version,
-            ticket,
-            nsets: n as u8,
-            nodes,
-        })
+        Ok(())
     }
 
     /// Checks that `alloc` was made by this context.
+    #[inline]
     fn check_owner(&self, alloc: &TidAlloc) -> Result<(), AllocError> {
         if alloc.instance != self.instance
             || alloc.instance == 0
@@ -636,6 +699,33 @@ impl TidGroups {
         sets: &[PageSet],
         pmtu: u32,
     ) -> Result<Programmed, AllocError> {
+        let mut out = Programmed::default();
+        self.program_into(rcv, alloc, sets, pmtu, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::program`] writing into the caller's `Programmed` (as the
+    /// driver writes `flow->tid_entry[]` and `flow->npkts`), which saves
+    /// copying the value out. `out` is cleared first; on error it is left
+    /// empty and nothing else changes.
+    ///
+    /// # Locking
+    ///
+    /// As [`Self::program`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::program`].
+    pub fn program_into(
+        &mut self,
+        rcv: &mut impl RcvArray,
+        alloc: &TidAlloc,
+        sets: &[PageSet],
+        pmtu: u32,
+        out: &mut Programmed,
+    ) -> Result<(), AllocError> {
+        out.tid_entries.clear();
+        out.npkts = 0;
         self.check_owner(alloc)?;
         if alloc.version != self.version {
             return Err(AllocError::Stale);
@@ -646,11 +736,15 @@ impl TidGroups {
                 got: sets.len(),
             });
         }
-        if let Some((index, s)) = sets.iter().enumerate().find(|(_, s)| !s.is_programmable()) {
-            return Err(AllocError::BadPageSet {
-                index,
-                count: s.count,
-            });
+        // One branch-free pass; the culprit is looked up only on error.
+        let all_ok = sets.iter().fold(true, |ok, s| ok & s.is_programmable());
+        if !all_ok {
+            if let Some((index, s)) = sets.iter().enumerate().find(|(_, s)| !s.is_programmable()) {
+                return Err(AllocError::BadPageSet {
+                    index,
+                    count: s.count,
+                });
+            }
         }
         let pmtu_pages = pmtu >> PAGE_SHIFT;
         if pmtu_pages == 0 {
@@ -660,18 +754,26 @@ impl TidGroups {
         // (exact for the power-of-two MTUs; 10240 counts as 2 pages).
         let pkt_shift = pmtu_pages.ilog2();
 
-        let mut out = Programmed::default();
+        let mut npkts = 0u32;
         let mut next_set = sets.iter();
         for node in &alloc.nodes {
             let g = node.group;
+            let Some(&Group { used, map, .. }) = self.groups.get(g as usize) else {
+                continue;
+            };
+            let taken = node.taken();
+            // Bit i set: entries i and i + 1 form a pair under one TID
+            // entry. Kernel: the driver decides this at each even entry
+            // (both free in the snapshot and at least two more needed),
+            // which is the same as "both are taken by this node".
+            let pairs = taken & (taken >> 1) & 0x55;
             let rel_base = u32::from(g).wrapping_mul(TID_GROUP_SIZE as u32);
             let abs_base = self.expected_base.wrapping_add(rel_base);
-            let mut cnt = 0u8;
             let mut pages = 0u32;
-            let mut pair = false;
             for i in 0..GROUP_SIZE {
+                let bit = 1u8 << i;
                 let rcventry = abs_base.wrapping_add(u32::from(i));
-                if node.map & (1 << i) != 0 || cnt >= node.cnt {
+                if taken & bit == 0 {
                     rcv.wc_fill(rcventry);
                     continue;
                 }
@@ -683,56 +785,57 @@ impl TidGroups {
                     rcv.put_tid(rcventry, RcvType::Expected, set.dma, set.order());
                 }
                 pages = pages.wrapping_add(u32::from(set.count));
-
-                let rel = rel_base.wrapping_add(u32::from(i));
-                let mut ctrl = if pair {
-                    3
-                } else if rel & 1 == 1 {
-                    2
-                } else {
+                if pairs & bit != 0 {
+                    // First half of a pair: its TID entry comes with the
+                    // second half.
+                    continue;
+                }
+                // Groups start at a multiple of 8 from the expected base, so
+                // the parity of `i` is that of the relative entry. A filler
+                // always gets CTRL 1, even as the second half of a pair.
+                let ctrl: u32 = if set.is_filler() || i & 1 == 0 {
                     1
+                } else if pairs & (bit >> 1) != 0 {
+                    3
+                } else {
+                    2
                 };
-                pair = i & 1 == 0
-                    && (node.map >> i) & 3 == 0
-                    && u16::from(node.cnt) >= u16::from(cnt) + 2;
-                if !pair {
-                    if set.is_filler() {
-                        ctrl = 1;
-                    }
-                    // Fits: rel < 2048 (256 groups) and pages <= 1024
-                    // (two sets of at most 512), both checked above.
-                    let entry = TidEntry::from_raw((rel >> 1) << 22 | ctrl << 20 | (pages & 0x7FF));
-                    // Cannot fail: at most one TID entry per page set.
-                    let _ = out.tid_entries.try_push(entry);
-                    out.npkts = out
-                        .npkts
-                        .wrapping_add(pages.wrapping_add(pmtu_pages - 1) >> pkt_shift);
-                    pages = 0;
+                let rel = rel_base.wrapping_add(u32::from(i));
+                // Fits: rel < 2048 (256 groups) and pages <= 1024 (two sets
+                // of at most 512), both checked above.
+                let entry = TidEntry::from_raw((rel >> 1) << 22 | ctrl << 20 | (pages & 0x7FF));
+                // Cannot fail: at most one TID entry per page set.
+                let _ = out.tid_entries.try_push(entry);
+                npkts = npkts.wrapping_add(pages.wrapping_add(pmtu_pages - 1) >> pkt_shift);
+                pages = 0;
+            }
+            // The driver moves the group entry by entry (free->used at the
+            // first, used->full at the eighth), always to the tail; the net
+            // effect on the three lists is this one move.
+            let new_used = used.wrapping_add(node.cnt);
+            if let Some(grp) = self.link(g) {
+                grp.used = new_used;
+                grp.map = map | taken;
+            }
+            if new_used == GROUP_SIZE {
+                self.move_to(g, GroupList::Full);
+            } else if used == 0 {
+                self.move_to(g, GroupList::Used);
+            }
+            if let Some(owners) = self.owner.get_mut(g as usize) {
+                for (i, o) in owners.iter_mut().enumerate() {
+                    *o = if (taken >> i) & 1 == 1 {
+                        alloc.ticket
+                    } else {
+                        *o
+                    };
                 }
-
-                let (used, _) = self.counters(g);
-                if used == GROUP_SIZE - 1 {
-                    self.move_to(g, GroupList::Full);
-                } else if used == 0 {
-                    self.move_to(g, GroupList::Used);
-                }
-                if let Some(grp) = self.link(g) {
-                    grp.used = grp.used.wrapping_add(1);
-                    grp.map |= 1 << i;
-                }
-                if let Some(o) = self
-                    .owner
-                    .get_mut(g as usize)
-                    .and_then(|o| o.get_mut(i as usize))
-                {
-                    *o = alloc.ticket;
-                }
-                cnt += 1;
             }
         }
+        out.npkts = npkts;
         self.in_use = self.in_use.wrapping_add(u32::from(alloc.nsets));
         self.version = self.version.wrapping_add(1);
-        Ok(out)
+        Ok(())
     }
 
     /// Releases the entries `alloc` holds: each is written INVALID, the
@@ -776,42 +879,44 @@ impl TidGroups {
             if taken.count_ones() != u32::from(node.cnt) {
                 return Err(AllocError::Stale);
             }
-            for (i, &o) in owners.iter().enumerate() {
-                if taken & (1 << i) != 0 && o != alloc.ticket {
-                    return Err(AllocError::Stale);
-                }
+            let foreign = owners.iter().enumerate().fold(false, |bad, (i, &o)| {
+                bad | ((taken >> i) & 1 == 1) & (o != alloc.ticket)
+            });
+            if foreign {
+                return Err(AllocError::Stale);
             }
         }
 
         for node in &alloc.nodes {
             let g = node.group;
+            let Some(&Group { used, map, .. }) = self.groups.get(g as usize) else {
+                continue;
+            };
+            let taken = node.taken();
             let abs_base = group_base(self.expected_base, g);
-            let mut cnt = 0u8;
             for i in 0..GROUP_SIZE {
                 let rcventry = abs_base.wrapping_add(u32::from(i));
-                if node.map & (1 << i) != 0 || cnt >= node.cnt {
+                if taken & (1 << i) == 0 {
                     rcv.wc_fill(rcventry);
-                    continue;
+                } else {
+                    rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
                 }
-                rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
-                let mut used = 0;
-                if let Some(grp) = self.link(g) {
-                    grp.used = grp.used.wrapping_sub(1);
-                    grp.map &= !(1 << i);
-                    used = grp.used;
-                }
-                if let Some(o) = self
-                    .owner
-                    .get_mut(g as usize)
-                    .and_then(|o| o.get_mut(i as usize))
-                {
-                    *o = 0;
-                }
-                cnt += 1;
-                if used == GROUP_SIZE - 1 {
-                    self.move_to(g, GroupList::Used);
-                } else if used == 0 {
-                    self.move_to(g, GroupList::Free);
+            }
+            // Net effect of the driver's entry-by-entry moves (full->used as
+            // the first entry goes, used->free as the last one goes).
+            let new_used = used.wrapping_sub(node.cnt);
+            if let Some(grp) = self.link(g) {
+                grp.used = new_used;
+                grp.map = map & !taken;
+            }
+            if new_used == 0 {
+                self.move_to(g, GroupList::Free);
+            } else if used == GROUP_SIZE {
+                self.move_to(g, GroupList::Used);
+            }
+            if let Some(owners) = self.owner.get_mut(g as usize) {
+                for (i, o) in owners.iter_mut().enumerate() {
+                    *o = if (taken >> i) & 1 == 1 { 0 } else { *o };
                 }
             }
         }

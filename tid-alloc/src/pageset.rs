@@ -56,6 +56,7 @@ impl PageSet {
     };
 
     /// True for a filler (count 0).
+    #[inline]
     pub const fn is_filler(&self) -> bool {
         self.count == 0
     }
@@ -64,6 +65,7 @@ impl PageSet {
     /// 2 = 8 KiB, ...); 0 for a filler. A count that is not a power of two
     /// (which no function of this crate produces) is rounded down.
     /// Kernel: `trdma_pset_order()`.
+    #[inline]
     pub const fn order(&self) -> u8 {
         if self.count == 0 {
             0
@@ -75,6 +77,7 @@ impl PageSet {
 
     /// True when `count` is something the RcvArray can map: 0 (filler) or a
     /// power of two of at most 512 pages.
+    #[inline]
     pub const fn is_programmable(&self) -> bool {
         self.count == 0 || (self.count.is_power_of_two() && self.count as u32 <= MAX_EXPECTED_PAGES)
     }
@@ -107,12 +110,31 @@ fn check_pages(pages: &[u64]) -> Result<(), AllocError> {
     Ok(())
 }
 
-/// True when `next` is the page right after `prev`. The top page of the
-/// address space has no successor (the C would wrap to its NULL sentinel;
-/// here it simply never continues a run).
+/// Validates the page list (fast path: one branch-free pass; the exact
+/// error is looked up only when something is wrong) and returns its break
+/// mask: bit `i` (`1 <= i < len`) is set when page `i` does not follow page
+/// `i - 1`. Bit 0 is never set.
+///
+/// Because no address is 0, `prev + 4096` wrapping to 0 at the top of the
+/// address space can never match: the top page never continues a run (the
+/// C would compare with its NULL sentinel there).
 #[inline(always)]
-fn follows(prev: u64, next: u64) -> bool {
-    prev.checked_add(PAGE_BYTES) == Some(next)
+fn validate_and_breaks(pages: &[u64]) -> Result<u64, AllocError> {
+    if pages.len() > MAX_SEGMENT_PAGES {
+        return Err(AllocError::TooManyPages(pages.len()));
+    }
+    let bad = pages.iter().fold(0u64, |acc, &a| {
+        acc | (a & PAGE_OFFSET_MASK) | u64::from(a == 0)
+    });
+    if bad != 0 {
+        check_pages(pages)?;
+    }
+    let mut mask = 0u64;
+    for (i, (&prev, &next)) in pages.iter().zip(pages.iter().skip(1)).enumerate() {
+        // i + 1 < 64: the list holds at most 64 pages.
+        mask |= u64::from(prev.wrapping_add(PAGE_BYTES) != next) << ((i + 1) & 63);
+    }
+    Ok(mask)
 }
 
 /// Pushes one set, mapping a full list to an error.
@@ -212,9 +234,15 @@ pub fn flush_pages(
 /// sentinel, quirk 1e: such a page would be misread as "no page");
 /// [`AllocError::UnalignedPage`] for an address that is not page aligned.
 pub fn find_phys_blocks_4k(pages: &[u64]) -> Result<PageSets, AllocError> {
-    let mut sets = PageSets::new();
-    find_phys_blocks_4k_into(pages, &mut sets)?;
-    Ok(sets)
+    // Built in the return value itself, so the 1.5 KiB list is not copied
+    // out of a local on the way back.
+    let mut out = Ok(PageSets::new());
+    if let Ok(sets) = &mut out {
+        if let Err(e) = walk_4k(pages, sets) {
+            out = Err(e);
+        }
+    }
+    out
 }
 
 /// [`find_phys_blocks_4k`] writing into a caller's list (cleared first), so
@@ -234,20 +262,16 @@ pub fn find_phys_blocks_4k_into(pages: &[u64], sets: &mut PageSets) -> Result<()
 }
 
 fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
-    check_pages(pages)?;
-    let Some((&first, rest)) = pages.split_first() else {
+    let mut breaks = validate_and_breaks(pages)?;
+    if pages.is_empty() {
         return Ok(());
-    };
+    }
     let mut start = 0usize;
-    let mut prev = first;
-    for (k, &addr) in rest.iter().enumerate() {
-        if !follows(prev, addr) {
-            // Page k + 1 starts a new run: emit the run that ends here.
-            let i = k.wrapping_add(1);
-            split_run(sets, pages, start, i.wrapping_sub(start))?;
-            start = i;
-        }
-        prev = addr;
+    while breaks != 0 {
+        let i = breaks.trailing_zeros() as usize;
+        split_run(sets, pages, start, i.wrapping_sub(start))?;
+        start = i;
+        breaks &= breaks.wrapping_sub(1);
     }
     split_run(sets, pages, start, pages.len().wrapping_sub(start))?;
     pad_even(sets)
@@ -277,9 +301,15 @@ fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
 ///
 /// As [`find_phys_blocks_4k`].
 pub fn find_phys_blocks_8k(pages: &[u64]) -> Result<PageSets, AllocError> {
-    let mut sets = PageSets::new();
-    find_phys_blocks_8k_into(pages, &mut sets)?;
-    Ok(sets)
+    // Built in the return value itself, so the 1.5 KiB list is not copied
+    // out of a local on the way back.
+    let mut out = Ok(PageSets::new());
+    if let Ok(sets) = &mut out {
+        if let Err(e) = walk_8k(pages, sets) {
+            out = Err(e);
+        }
+    }
+    out
 }
 
 /// [`find_phys_blocks_8k`] writing into a caller's list (cleared first).
@@ -297,64 +327,58 @@ pub fn find_phys_blocks_8k_into(pages: &[u64], sets: &mut PageSets) -> Result<()
 }
 
 fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
-    check_pages(pages)?;
-    // Index of the first page not yet emitted, pages accumulated since then,
-    // and the second page of the previous contiguous pair, if any.
+    let breaks = validate_and_breaks(pages)?;
+    let n = pages.len();
+    // Index of the first page not yet emitted, pages accumulated since
+    // then, and whether the previous pair was contiguous (the driver keeps
+    // its second page as `vm1`).
     let mut idx = 0usize;
     let mut pending = 0usize;
-    let mut prev_second: Option<u64> = None;
-    let mut pairs = pages.chunks(2);
-    for pair in pairs.by_ref() {
-        let (v0, v1) = match *pair {
-            [a, b] => (a, Some(b)),
-            [a] => (a, None),
-            _ => break,
-        };
-        let contiguous = match v1 {
-            Some(b) => follows(v0, b),
-            None => false,
-        };
-        if !contiguous {
-            idx = flush_pages(sets, pages, idx, pending)?;
+    let mut prev_pair = false;
+    let mut k = 0usize;
+    while k < n {
+        let second = k.wrapping_add(1);
+        let has_second = second < n;
+        let pair = has_second && breaks & (1u64 << (second & 63)) == 0;
+        if !pair {
+            // Everything before page k is emitted after this flush.
+            flush_pages(sets, pages, idx, pending)?;
+            let v0 = *pages.get(k).ok_or(AllocError::PageRange)?;
             push(
                 sets,
                 PageSet {
-                    idx: idx as u8,
+                    idx: k as u8,
                     count: 1,
                     addr: v0,
                     dma: 0,
                 },
             )?;
-            idx = idx.wrapping_add(1);
-            match v1 {
-                Some(b) => {
-                    push(
-                        sets,
-                        PageSet {
-                            idx: idx as u8,
-                            count: 1,
-                            addr: b,
-                            dma: 0,
-                        },
-                    )?;
-                    idx = idx.wrapping_add(1);
-                }
+            match pages.get(second) {
+                Some(&v1) => push(
+                    sets,
+                    PageSet {
+                        idx: second as u8,
+                        count: 1,
+                        addr: v1,
+                        dma: 0,
+                    },
+                )?,
                 None => push(sets, PageSet::FILLER)?,
             }
-            prev_second = None;
+            idx = k.wrapping_add(2).min(n);
+            prev_pair = false;
             pending = 0;
-            continue;
-        }
-        if let Some(p) = prev_second {
-            if !follows(p, v0) {
+        } else {
+            if prev_pair && breaks & (1u64 << (k & 63)) != 0 {
                 idx = flush_pages(sets, pages, idx, pending)?;
                 pending = 0;
             }
+            pending = pending.wrapping_add(2);
+            prev_pair = true;
         }
-        pending = pending.wrapping_add(2);
-        prev_second = v1;
+        k = k.wrapping_add(2);
     }
-    flush_pages(sets, pages, idx, pages.len().wrapping_sub(idx))?;
+    flush_pages(sets, pages, idx, n.wrapping_sub(idx))?;
     Ok(())
 }
 

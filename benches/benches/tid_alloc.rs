@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! Benchmarks of `tid-alloc`: `find_phys_blocks` and the TID cycle.
+//!
+//! Inputs (64 pages each; page address = pfn × 4096):
+//! - `contiguous`: pfn = 0x100000 + i;
+//! - `scattered`: pfn = 0x200000 + 2i (no two pages contiguous);
+//! - `mixed`: 14 runs of 8, 1, 4, 2, 16, 1, 3, 8, 5, 2, 1, 4, 6, 3 pages,
+//!   run r starting at pfn 0x300000 + 0x1000·r.
+//!
+//! Group `find_phys_blocks`: ids `4k/<input>` and `8k/<input>` time one call
+//! of `find_phys_blocks_4k_into` / `find_phys_blocks_8k_into`, which write
+//! the set list into a caller's array as the C functions write
+//! `flow->pagesets` (the by-value `find_phys_blocks_4k` adds a copy of the
+//! 1.5 KiB list on return).
+//!
+//! Group `tid_cycle`: ids `<input>/<pmtu>` time `allocate_into` +
+//! `program_into` + `unprogram` of one segment on a context of 16 groups at
+//! expected base 0, writing the nodes and TID entries into caller-owned
+//! values as the C writes `flow->tnode[]` and `flow->tid_entry[]`; the page
+//! sets (the pmtu's variant) and their DMA addresses are computed once,
+//! outside the timed loop. The RcvArray is a small array that stores every
+//! `put_tid` and counts every `wc_fill`, so the calls cannot be optimised
+//! away.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use hfi1_hal::{RcvArray, RcvType};
+use tid_alloc::{
+    AllocError, PageSets, Programmed, TidAlloc, TidGroups, find_phys_blocks,
+    find_phys_blocks_4k_into, find_phys_blocks_8k_into,
+};
+
+const PAGE: u64 = 4096;
+
+fn contiguous() -> Vec<u64> {
+    (0..64).map(|i| (0x100000 + i) * PAGE).collect()
+}
+
+fn scattered() -> Vec<u64> {
+    (0..64).map(|i| (0x200000 + 2 * i) * PAGE).collect()
+}
+
+fn mixed() -> Vec<u64> {
+    let runs = [8u64, 1, 4, 2, 16, 1, 3, 8, 5, 2, 1, 4, 6, 3];
+    let mut pages = Vec::with_capacity(64);
+    for (r, &len) in runs.iter().enumerate() {
+        let start = 0x300000 + 0x1000 * r as u64;
+        pages.extend((0..len).map(|i| (start + i) * PAGE));
+    }
+    assert_eq!(pages.len(), 64);
+    pages
+}
+
+fn inputs() -> [(&'static str, Vec<u64>); 3] {
+    [
+        ("contiguous", contiguous()),
+        ("scattered", scattered()),
+        ("mixed", mixed()),
+    ]
+}
+
+/// A 16-group RcvArray that keeps what it is told.
+struct ArrayRcv {
+    entries: [u64; 128],
+    fills: u64,
+}
+
+impl RcvArray for ArrayRcv {
+    fn put_tid(&mut self, rcventry: u32, ty: RcvType, pa: u64, order: u8) {
+        if let Some(e) = self.entries.get_mut(rcventry as usize) {
+            *e = match ty {
+                RcvType::Expected => pa | u64::from(order),
+                RcvType::Invalid => 0,
+            };
+        }
+    }
+
+    fn wc_fill(&mut self, _rcventry: u32) {
+        self.fills += 1;
+    }
+}
+
+type FindInto = fn(&[u64], &mut PageSets) -> Result<(), AllocError>;
+
+fn bench_find(c: &mut Criterion) {
+    let mut g = c.benchmark_group("find_phys_blocks");
+    let variants: [(&str, FindInto); 2] = [
+        ("4k", find_phys_blocks_4k_into),
+        ("8k", find_phys_blocks_8k_into),
+    ];
+    for (variant, f) in variants {
+        for (name, pages) in inputs() {
+            let mut sets = PageSets::new();
+            g.bench_function(format!("{variant}/{name}"), |b| {
+                b.iter(|| {
+                    f(black_box(&pages), &mut sets).unwrap();
+                    black_box(&sets);
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+fn bench_cycle(c: &mut Criterion) {
+    let mut g = c.benchmark_group("tid_cycle");
+    let [(_, cont), (_, scat), (_, mix)] = inputs();
+    for (id, pages, pmtu) in [
+        ("scattered/4096", scat.clone(), 4096u32),
+        ("contiguous/4096", cont, 4096),
+        ("mixed/4096", mix, 4096),
+        ("scattered/8192", scat, 8192),
+    ] {
+        let mut sets = find_phys_blocks(&pages, pmtu).unwrap();
+        for s in sets.iter_mut().filter(|s| !s.is_filler()) {
+            s.dma = s.addr ^ 0x8000_0000_0000;
+        }
+        let mut groups = TidGroups::new(0, 16).unwrap();
+        let mut rcv = ArrayRcv {
+            entries: [0; 128],
+            fills: 0,
+        };
+        let mut alloc = TidAlloc::default();
+        let mut prog = Programmed::default();
+        g.bench_function(id, |b| {
+            b.iter(|| {
+                groups.allocate_into(black_box(&sets), &mut alloc).unwrap();
+                groups
+                    .program_into(&mut rcv, &alloc, &sets, pmtu, &mut prog)
+                    .unwrap();
+                groups.unprogram(&mut rcv, &alloc).unwrap();
+                black_box(prog.npkts)
+            })
+        });
+        black_box((rcv.entries, rcv.fills));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_find, bench_cycle);
+criterion_main!(benches);
