@@ -99,6 +99,9 @@ if complete; then
 	exit 0
 fi
 
+# Holding the lock, no other build runs: leftovers of a killed one can go.
+rm -rf "$cache_root"/.tmp-debug-kernel-* "$cache_root"/.kbuild-*
+
 log "cache miss: building $src_pkg $src_version with $cc_version (key $key)"
 tmp="$cache_root/.tmp-debug-kernel-$key.$$"
 work="$cache_root/.kbuild-$key.$$"
