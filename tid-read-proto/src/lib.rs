@@ -33,8 +33,16 @@
     )
 )]
 
+extern crate alloc;
+
 pub mod opfn;
+pub mod packet;
 pub mod qualify;
+pub mod rc;
 pub mod read_req;
 pub mod read_resp;
+pub mod requester;
+pub mod responder;
+#[cfg(feature = "sim")]
+pub mod sim;
 pub mod wire;

@@ -341,14 +341,26 @@ mod tests {
             verbs_psn: Psn::new(5),
             verbs_qp: 0x42,
         };
-        let n = build_read_resp(&mut buf, Path::default(), 0x80_0801, Psn::new(77), &hdr, 64, |o| {
-            o.fill(0xAB);
-            true
-        })
+        let n = build_read_resp(
+            &mut buf,
+            Path::default(),
+            0x80_0801,
+            Psn::new(77),
+            &hdr,
+            64,
+            |o| {
+                o.fill(0xAB);
+                true
+            },
+        )
         .unwrap();
         let (_, p) = parse(&buf[..n]).unwrap();
         match p {
-            Parsed::ReadResp { bth, hdr: h, payload } => {
+            Parsed::ReadResp {
+                bth,
+                hdr: h,
+                payload,
+            } => {
                 assert_eq!(bth.dest_qp, 0x80_0801);
                 assert_eq!(bth.psn, Psn::new(77));
                 assert_eq!(h, hdr);

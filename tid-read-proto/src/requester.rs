@@ -42,7 +42,7 @@ use hfi1_hal::consts::{MAX_PAGESETS, MAX_READ_SEGS_PER_REQ, MAX_TID_FLOW_PSN, PA
 use hfi1_hal::lock_order::{LockToken, Unlocked};
 use hfi1_hal::services::{AllocContext, Scheduler};
 use hfi1_hal::{Psn, TidEntry};
-use qp_wait::{SGuard, SendState, WaitPlatform};
+use qp_wait::{SGuard, SendState};
 use tid_flow::{
     FlowError, FlowPlatform, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, exp_rcv_clear,
     exp_rcv_clear_all, setup_hw_flow,
@@ -638,7 +638,3 @@ where
     }
     qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
 }
-
-/// Keeps `WaitPlatform` in scope for the bounds above.
-#[allow(dead_code)]
-fn _assert_platform<P: WaitPlatform>() {}

@@ -35,6 +35,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 pub mod aeth;
 pub mod bth;
 pub mod erf;
+pub mod frame;
 pub mod icrc;
 pub mod kdeth;
 pub mod lrh;
