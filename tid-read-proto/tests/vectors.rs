@@ -132,7 +132,54 @@ fn read_resp_line(v: &Value) -> Result<(), String> {
     if !b.is_done() {
         return Err("builder not done after the last packet".into());
     }
-    Ok(())
+    through_validation(&flow, want.len())
+}
+
+/// A flow a real READ_REQ can carry (length a page multiple of at most
+/// 256 KiB, at most 64 entries, none empty) must come out of the
+/// responder's validation with the same entries and the same packets.
+fn through_validation(flow: &RespFlow<'_>, n: usize) -> Result<(), String> {
+    use tid_read_proto::read_req::{Request, Responder, validate};
+    use tid_read_proto::wire::read_req;
+    if flow.length == 0
+        || flow.length % 4096 != 0
+        || flow.length > 256 * 1024
+        || flow.entries.len() > 64
+    {
+        return Ok(());
+    }
+    let payload: Vec<u8> = flow
+        .entries
+        .iter()
+        .flat_map(|e| e.raw().to_le_bytes())
+        .collect();
+    let header = read_req::Repr {
+        reth: tid_read_proto::wire::reth::Repr {
+            length: flow.length,
+            ..Default::default()
+        },
+        flow_psn: hfi1_hal::FlowPsn::new(flow.generation, flow.spsn),
+        ..Default::default()
+    };
+    let qp = Responder {
+        remote_read: true,
+        max_len: 256 * 1024,
+        pmtu: flow.pmtu,
+        expected_psn: Psn::new(0),
+        ack_queue_full: false,
+    };
+    let req = Request {
+        psn: Psn::new(0),
+        header,
+        payload: &payload,
+    };
+    let acc = validate(&qp, &req, |_, _, _| true).map_err(|e| format!("validate: {e}"))?;
+    check("validated entries", acc.entries(), flow.entries)?;
+    let direct: Vec<_> = RespBuilder::new(flow).collect();
+    let validated: Vec<_> =
+        RespBuilder::new(&acc.resp_flow(flow.jkey, flow.urg, flow.pmtu)).collect();
+    check("packets via validation", validated.len(), n)?;
+    check("packets via validation", validated, direct)
 }
 
 #[test]
