@@ -31,11 +31,25 @@ struct hfi1_tid_chip_ops {
 	u64 (*read_flow)(void *chip, u32 flow);
 };
 
+/* One page set: first page index and page count (0 = filler). */
+struct hfi1_tid_pageset {
+	u32 idx;
+	u32 count;
+};
+
 /* --- Implemented in Rust ------------------------------------------------ */
 
 u32 hfi1_tid_abi_version(void);
 u32 hfi1_tid_generation_next(u32 generation);
 int hfi1_tid_flows_disable(const struct hfi1_tid_chip_ops *ops, void *chip);
+
+/* Stateless functions the rebuilt hfi1.ko routes to (route.rs). */
+int hfi1_tid_find_phys_blocks_4k(const u64 *pages, u32 npages,
+				 struct hfi1_tid_pageset *out, u32 cap);
+int hfi1_tid_find_phys_blocks_8k(const u64 *pages, u32 npages,
+				 struct hfi1_tid_pageset *out, u32 cap);
+int hfi1_tid_flush_pages(struct hfi1_tid_pageset *list, u32 cap, u32 sets,
+			 u32 *idx, u32 pages);
 
 /* Software chip (Rust feature "sim"). */
 void *hfi1_tid_sim_create(u32 expected_base, u32 entries);

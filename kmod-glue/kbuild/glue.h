@@ -6,7 +6,7 @@
 #include <linux/types.h>
 #include <linux/spinlock.h>
 
-#define HFI1_TID_MOD "hfi1_tid_selftest"
+#define HFI1_TID_MOD KBUILD_MODNAME
 
 /* Allocation bookkeeping of the Rust global allocator. */
 struct hfi1_tid_alloc_stats {

@@ -45,3 +45,4 @@ pub mod kernel;
 #[cfg(feature = "lockdep-demo")]
 pub mod lockdep_demo;
 pub mod platform;
+pub mod route;

@@ -47,20 +47,31 @@ fn strip_comments(src: &str, c_style: bool) -> String {
     }
 }
 
+/// The `#[repr(C)]` structs of the ABI: Rust name, C name.
+const STRUCTS: &[(&str, &str)] = &[
+    ("ChipOps", "hfi1_tid_chip_ops"),
+    ("PageSetC", "hfi1_tid_pageset"),
+];
+
 /// Rust type (as written in this crate's ABI) to C type.
 fn rust_to_c(t: &str) -> String {
     let t = squash(t);
+    if let Some(inner) = t.strip_prefix("*mut ") {
+        return format!("{} *", rust_to_c(inner));
+    }
+    if let Some(inner) = t.strip_prefix("*const ") {
+        return format!("const {} *", rust_to_c(inner));
+    }
+    if let Some((_, c)) = STRUCTS.iter().find(|(r, _)| *r == t) {
+        return format!("struct {c}");
+    }
     match t.as_str() {
         "" | "()" | "!" => "void".into(),
-        "u8" => "u8".into(),
-        "u32" => "u32".into(),
-        "u64" => "u64".into(),
+        "c_void" => "void".into(),
+        "bool" => "bool".into(),
+        "u8" | "u16" | "u32" | "u64" => t.clone(),
         "i32" => "int".into(),
         "usize" => "size_t".into(),
-        "*mut c_void" => "void *".into(),
-        "*const c_void" => "const void *".into(),
-        "*const u8" => "const u8 *".into(),
-        "*const ChipOps" => "const struct hfi1_tid_chip_ops *".into(),
         other => panic!("no C spelling for Rust type `{other}`: extend rust_to_c"),
     }
 }
@@ -75,7 +86,10 @@ fn split_params(p: &str) -> Vec<&str> {
     if p.is_empty() || p == "void" {
         Vec::new()
     } else {
-        p.split(',').map(str::trim).collect()
+        p.split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .collect()
     }
 }
 
@@ -230,48 +244,82 @@ fn header_functions_match_rust() {
     println!("header.rs: {} functions match", c_funcs.len());
 }
 
-#[test]
-fn chip_ops_members_match_rust() {
-    let (_, members) = parse_c(&read("include/hfi1_tid.h"), "hfi1_tid_");
-    let src = rust_sources();
-    let (_, types) = parse_rust(&src);
-    // The struct's fields in declaration order: `pub name: Option<TypeFn>`.
-    let flat = squash(&strip_comments(&src, false));
-    let body_at = flat
-        .find("pub struct ChipOps {")
-        .expect("ChipOps not found");
-    let body = &flat[body_at + 20..];
+/// The fields of `pub struct <name> { .. }` in declaration order, as
+/// `(name, Rust type)`.
+fn rust_fields(flat: &str, name: &str) -> Vec<(String, String)> {
+    let key = format!("pub struct {name} {{");
+    let at = flat
+        .find(&key)
+        .unwrap_or_else(|| panic!("{name} not found"));
+    let body = &flat[at + key.len()..];
     let body = &body[..body.find('}').unwrap()];
-    let fields: Vec<(String, String)> = body
-        .split(',')
+    body.split(',')
         .filter(|f| f.contains(':'))
         .map(|f| {
             let (n, t) = f.split_once(':').unwrap();
             let n = n.trim().trim_start_matches("pub ").to_string();
-            let t = t.trim();
-            let t = t
-                .strip_prefix("Option<")
-                .and_then(|t| t.strip_suffix('>'))
-                .unwrap_or_else(|| panic!("member {n} is not Option<fn>"));
-            (n, t.to_string())
+            (n, t.trim().to_string())
         })
-        .collect();
-    assert_eq!(fields.len(), 4, "{fields:?}");
-    assert_eq!(
-        fields.len(),
-        members.len(),
-        "member count differs: {members:?}"
-    );
-    // Member order matters for a repr(C) struct.
-    let header = strip_comments(&read("include/hfi1_tid.h"), true);
-    let mut last = 0;
-    for (name, ty) in &fields {
-        let at = header
-            .find(&format!("(*{name})"))
-            .unwrap_or_else(|| panic!("member {name} missing in header"));
-        assert!(at > last, "member {name} out of order");
-        last = at;
-        assert_eq!(members.get(name), types.get(ty), "member {name} differs");
+        .collect()
+}
+
+/// The members of `struct <name> { .. };` in declaration order, as
+/// `(name, C type or function-pointer signature)`.
+fn c_members(header: &str, name: &str) -> Vec<(String, Result<String, Sig>)> {
+    let flat = squash(&strip_comments(header, true));
+    let key = format!("struct {name} {{");
+    let at = flat
+        .find(&key)
+        .unwrap_or_else(|| panic!("struct {name} not in header"));
+    let body = &flat[at + key.len()..];
+    let body = &body[..body.find("};").unwrap()];
+    let (_, ptrs) = parse_c(&format!("{{{body}"), "hfi1_tid_");
+    body.split(';')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(|m| {
+            if let Some(open) = m.find("(*") {
+                let n = m[open + 2..m[open..].find(')').unwrap() + open]
+                    .trim()
+                    .to_string();
+                let sig = ptrs.get(&n).cloned().unwrap();
+                (n, Err(sig))
+            } else {
+                let (n, t) = c_param(m);
+                (n, Ok(t))
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn structs_match_rust() {
+    let header = read("include/hfi1_tid.h");
+    let src = rust_sources();
+    let (_, types) = parse_rust(&src);
+    let flat = squash(&strip_comments(&src, false));
+    for (rust, c) in STRUCTS {
+        let fields = rust_fields(&flat, rust);
+        let members = c_members(&header, c);
+        assert!(!fields.is_empty(), "{rust} has no fields");
+        let f_names: Vec<_> = fields.iter().map(|f| f.0.clone()).collect();
+        let m_names: Vec<_> = members.iter().map(|m| m.0.clone()).collect();
+        assert_eq!(
+            f_names, m_names,
+            "{rust} vs struct {c}: names or order differ"
+        );
+        for ((name, rty), (_, cty)) in fields.iter().zip(&members) {
+            match cty {
+                Ok(cty) => assert_eq!(&norm_c(&rust_to_c(rty)), cty, "{c}.{name}"),
+                Err(sig) => {
+                    let alias = rty
+                        .strip_prefix("Option<")
+                        .and_then(|t| t.strip_suffix('>'))
+                        .unwrap_or_else(|| panic!("{rust}.{name} is not Option<fn>"));
+                    assert_eq!(types.get(alias), Some(sig), "{c}.{name}");
+                }
+            }
+        }
     }
 }
 

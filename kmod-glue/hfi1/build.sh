@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+#
+# Builds hfi1.ko with TID RDMA functions routed to the Rust engine:
+#   1. builds and checks the Rust object (make -C kmod-glue check),
+#   2. extracts drivers/infiniband/hw/hfi1/ from Debian's linux-source-6.1
+#      tarball into the build directory (nothing of the kernel's source is
+#      kept in the repository),
+#   3. applies route.cocci to tid_rdma.c and verifies that every rename and
+#      wrapper is there (spatch exits 0 even when a rule matched nothing),
+#   4. adds our Kbuild overlay, adapters, differential test and the Rust
+#      object, and builds the module against the kernel build tree, failing
+#      on any warning.
+#
+# Environment: KDIR (default: the installed headers), HFI1_TID_BROKEN=1 (the
+# deliberately broken variant, in build/hfi1-broken), LINUX_SOURCE (the
+# tarball), OUT (output directory).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+glue="$(dirname "$here")"
+KDIR=${KDIR:-/lib/modules/$(ls -1 /lib/modules | sort -V | tail -n1)/build}
+BROKEN=${HFI1_TID_BROKEN:-0}
+suffix=""
+[ "$BROKEN" = 1 ] && suffix=-broken
+OUT=${OUT:-$glue/build/hfi1$suffix}
+LINUX_SOURCE=${LINUX_SOURCE:-/usr/src/linux-source-6.1.tar.xz}
+
+ROUTED=(kern_flow_generation_next tid_rdma_find_phys_blocks_4k tid_flush_pages
+        tid_rdma_find_phys_blocks_8k)
+
+[ -r "$LINUX_SOURCE" ] || { echo "hfi1/build.sh: no $LINUX_SOURCE (apt-get install linux-source-6.1)" >&2; exit 1; }
+command -v spatch >/dev/null || { echo "hfi1/build.sh: no spatch (apt-get install coccinelle)" >&2; exit 1; }
+
+make -C "$glue" KDIR="$KDIR" check
+
+# Extract and patch into a fresh directory, then copy into $OUT only what
+# changed, so a rebuild compiles only what it must.
+src=$(mktemp -d "${TMPDIR:-/tmp}/hfi1-src.XXXXXX")
+trap 'rm -rf "$src"' EXIT
+top=${LINUX_SOURCE_TOP:-linux-source-6.1}
+tar -xf "$LINUX_SOURCE" -C "$src" --strip-components=5 "$top/drivers/infiniband/hw/hfi1/"
+[ -f "$src/tid_rdma.c" ] || { echo "hfi1/build.sh: extraction failed" >&2; exit 1; }
+
+spatch --very-quiet --sp-file "$here/route.cocci" --in-place "$src/tid_rdma.c" >"$src/spatch.log" 2>&1 ||
+    { cat "$src/spatch.log" >&2; exit 1; }
+fail=0
+grep -q '^#include "hfi1_tid_route.h"' "$src/tid_rdma.c" || { echo "route.cocci: include not added" >&2; fail=1; }
+for f in "${ROUTED[@]}"; do
+    grep -Eq "^u32 hfi1_orig_$f\(" "$src/tid_rdma.c" || { echo "route.cocci: $f not renamed" >&2; fail=1; }
+    grep -Eq "^static (__maybe_unused )?u32 $f\(" "$src/tid_rdma.c" || { echo "route.cocci: no wrapper for $f" >&2; fail=1; }
+    grep -Eq "return hfi1_tid_route_$f\(" "$src/tid_rdma.c" || { echo "route.cocci: wrapper of $f does not route" >&2; fail=1; }
+done
+# The original 8K walk must keep using the original flush helper.
+[ "$(grep -c 'hfi1_orig_tid_flush_pages(list, &idx' "$src/tid_rdma.c")" = 3 ] ||
+    { echo "route.cocci: 8K original does not call the original flush" >&2; fail=1; }
+[ "$fail" = 0 ] || exit 1
+echo "hfi1/build.sh: routed ${ROUTED[*]}"
+
+cp "$here/Kbuild" "$here/hfi1_tid_route.c" "$here/hfi1_tid_route.h" "$here/hfi1_tid_diff.c" \
+   "$glue/include/hfi1_tid.h" "$src/"
+cp "$glue/kbuild/glue.c" "$src/hfi1_tid_glue.c"
+cp "$glue/kbuild/glue.h" "$src/glue.h"
+cp "$glue/build/hfi1_tid_rust.o" "$src/hfi1_tid_rust.bin"
+mkdir -p "$OUT"
+for f in "$src"/*; do
+    b=$(basename "$f")
+    cmp -s "$f" "$OUT/$b" || cp "$f" "$OUT/$b"
+done
+
+set -o pipefail
+make -C "$KDIR" M="$OUT" CONFIG_DEBUG_INFO_BTF_MODULES= HFI1_TID_BROKEN="$BROKEN" -j2 modules 2>&1 |
+    tee "$OUT/build.log"
+if grep -Ei 'warning|error' "$OUT/build.log"; then
+    echo "hfi1/build.sh: kbuild printed warnings" >&2
+    exit 1
+fi
+echo "hfi1/build.sh: $OUT/hfi1.ko"
