@@ -6,8 +6,9 @@
 //!
 //! - [`wire`]: zero-copy views and `Repr`s of every header a TID RDMA READ
 //!   packet carries (9B LRH, BTH, KDETH, RETH, AETH, the READ_REQ and
-//!   READ_RESP headers, the TID-entry payload), the invariant CRC, and the
-//!   ERF record that wraps one packet in a capture file;
+//!   READ_RESP headers, the TID-entry payload), the invariant CRC, whole
+//!   9B frames, and the ERF record (plus pcap headers) that wraps one packet
+//!   in a capture file;
 //! - [`opfn`]: the 64-bit TID parameter word exchanged by OPFN and the
 //!   negotiation steps (request, reply, response, error);
 //! - [`qualify`]: which RDMA READ work requests become TID RDMA READs, and
