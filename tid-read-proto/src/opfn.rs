@@ -118,6 +118,38 @@ impl TidParams {
 
 const _: () = assert!(MAX_READ_SEGS_PER_REQ <= 0x3F && MAX_WRITE_SEGS_PER_REQ <= 0x3F);
 
+/// OPFN capability code of TID RDMA, carried in the word's low nibble.
+/// Kernel: `STL_VERBS_EXTD_TID_RDMA`.
+pub const CAPCODE_TID_RDMA: u64 = 1;
+
+/// The word as OPFN carries it: the parameter word with the capability
+/// code in the low nibble. Kernel: `(data & ~0xf) | capcode` in
+/// `opfn_conn_request()` and `opfn_conn_response()`.
+pub const fn with_capcode(word: u64) -> u64 {
+    (word & !CAPCODE_MASK) | CAPCODE_TID_RDMA
+}
+
+/// A QP's local parameters as the driver sets them when the QP is
+/// modified: the kernel defaults when the path MTU is 4 KiB or 8 KiB, all
+/// zero otherwise (such a QP never starts a negotiation, but as a responder
+/// it still answers with the encoding of the zeros, whose `max_len` field
+/// reads back as 8 MiB). Kernel: `opfn_qp_init()`.
+pub const fn local_for_mtu(pmtu: u32, ctxt: u8, jkey: u16, timeout: u8, urg: bool) -> TidParams {
+    if pmtu == 4096 || pmtu == 8192 {
+        TidParams::local(ctxt, jkey, timeout, urg)
+    } else {
+        TidParams {
+            qp: 0,
+            max_len: 0,
+            jkey: 0,
+            max_read: 0,
+            max_write: 0,
+            timeout: 0,
+            urg: 0,
+        }
+    }
+}
+
 /// What the local side keeps about the peer once negotiation succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Remote {
@@ -205,15 +237,17 @@ impl Negotiation {
         true
     }
 
-    /// The responder's step: take the requester's word and answer with the
-    /// local word, or 0 when TID RDMA stays off (which turns it off at the
-    /// requester too). Kernel: `tid_rdma_conn_resp()`.
+    /// The responder's step: take the requester's word, then answer with
+    /// the local word. The driver answers 0 only when it could not allocate
+    /// the remote record (then TID RDMA turns off at the requester too);
+    /// that cannot happen here, so the answer is always the local word, even
+    /// when [`Self::reply`] turned TID RDMA off locally (a zero word or
+    /// TID RDMA disabled), exactly as the driver does.
+    /// Kernel: `tid_rdma_conn_resp()`.
     pub fn respond(&mut self, word: u64, tid_rdma_enabled: bool, pmtu: u32) -> u64 {
-        if self.reply(word, tid_rdma_enabled, pmtu) && self.remote.is_some() {
-            self.request()
-        } else {
-            0
-        }
+        // `reply` reports failure only for the driver's allocation failure.
+        let _finished = self.reply(word, tid_rdma_enabled, pmtu);
+        self.request()
     }
 
     /// Forgets the peer (negotiation failed or the QP is reset).
@@ -269,9 +303,22 @@ mod tests {
         assert_eq!(a.remote().unwrap().timeout_shift, 5);
         assert!(a.reply(0xF, true, 4096));
         assert_eq!(a.remote(), None);
-        // Disabled locally: answer 0, and the peer turns off on that 0.
-        assert_eq!(b.respond(req, false, 4096), 0);
+        // Disabled locally: no remote, but the answer is still the local
+        // word, as the driver sends it.
+        assert_eq!(b.respond(req, false, 4096), b_params.encode());
         assert_eq!(b.remote(), None);
+        assert_eq!(b.respond(0, true, 4096), b_params.encode());
+        assert_eq!(b.remote(), None);
+        // The OPFN wire form carries capability code 1.
+        assert_eq!(with_capcode(req) & 0xF, 1);
+        assert!(a.reply(with_capcode(resp), true, 4096));
+        assert_eq!(a.remote().unwrap().params, b_params);
+        // A QP with a 2 KiB MTU keeps zero parameters; their encoding reads
+        // back as 8 MiB segments.
+        let z = local_for_mtu(2048, 3, 32, 14, true);
+        assert_eq!(z, TidParams::default());
+        assert_eq!(TidParams::decode(z.encode()).max_len, 8 << 20);
+        assert_eq!(local_for_mtu(8192, 3, 32, 14, true).qp, 0x80_0003);
         a.reply(resp, true, 4096);
         a.error();
         assert_eq!(a.remote(), None);

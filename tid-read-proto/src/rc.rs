@@ -28,9 +28,14 @@ use crate::responder::Responder;
 /// Send-queue slots of a QP. Kernel: `qp->s_size` (here fixed).
 pub const SQ_SIZE: usize = 16;
 
-/// Ack-queue slots of a responder QP (one stays free, as in rdmavt).
-/// Kernel: `rvt_max_atomic(rdi) + 1` entries of `qp->s_ack_queue`.
-pub const ACK_QUEUE_SIZE: usize = 8;
+/// Most reads a QP may have outstanding at its peer (the RC attribute
+/// `max_rd_atomic` / `max_dest_rd_atomic`). Kernel: `HFI1_MAX_RDMA_ATOMIC`.
+pub const MAX_RD_ATOMIC: u32 = 16;
+
+/// Ack-queue slots of a responder QP: one per outstanding read plus one
+/// that stays free. Kernel: `rvt_max_atomic(rdi) + 1` entries of
+/// `qp->s_ack_queue`.
+pub const ACK_QUEUE_SIZE: usize = MAX_RD_ATOMIC as usize + 1;
 
 /// What both sides agreed on when the connection was set up (the RC
 /// attributes and the OPFN exchange).
@@ -48,8 +53,8 @@ pub struct Connection {
     pub pmtu: u32,
     /// LIDs.
     pub path: Path,
-    /// Reads (segments) the requester keeps outstanding at most.
-    /// Kernel: `qp->s_max_rd_atomic`.
+    /// Reads (segments) the requester keeps outstanding at most; at most
+    /// [`MAX_RD_ATOMIC`], the peer's ack queue. Kernel: `qp->s_max_rd_atomic`.
     pub max_rd_atomic: u32,
     /// The responder allows remote reads (`IB_ACCESS_REMOTE_READ`).
     pub remote_read: bool,

@@ -23,7 +23,10 @@
 //!
 //! Where the driver would read past its entry array or loop on an entry of
 //! LEN 0 (inputs a validated request cannot carry), the builder returns an
-//! error instead.
+//! error instead. The driver's other odd path, the peer's OPFN record gone
+//! mid-flow (it then counts the bytes as sent but builds no header), is the
+//! responder state machine's to handle: this builder takes the J_KEY and
+//! urgency as inputs.
 
 use hfi1_hal::fields::Kdeth0Fields;
 use hfi1_hal::{FlowIndex, FlowPsn, Generation, Kdeth0, Kdeth1, Psn, TidEntry};

@@ -364,7 +364,7 @@ where
             req.cur = req.cur.wrapping_add(1);
             continue;
         }
-        if req.num_rd_atomic >= conn.max_rd_atomic {
+        if req.num_rd_atomic >= conn.max_rd_atomic.min(crate::rc::MAX_RD_ATOMIC) {
             break;
         }
         if wqe.tid.flow_idx == wqe.tid.setup_head {

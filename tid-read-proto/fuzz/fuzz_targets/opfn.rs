@@ -13,5 +13,7 @@ fuzz_target!(|input: (u64, u32, bool)| {
     assert_eq!(TidParams::decode(p.encode()), p);
     let mut n = Negotiation::new(TidParams::local(1, 32, 14, true));
     let answer = n.respond(word, enabled, pmtu);
-    assert_eq!(answer != 0, n.remote().is_some());
+    assert_eq!(answer, n.request());
+    let accepted = word & !0xF != 0 && enabled && pmtu != 0;
+    assert_eq!(n.remote().is_some(), accepted);
 });

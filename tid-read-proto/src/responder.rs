@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The TID RDMA READ responder: READ_REQ validation into the ack queue and
+//! the send engine that streams READ_RESPs (SPEC §5 "Responder").
+//!
+//! Each segment's READ_REQ is its own ack-queue entry. A request is
+//! validated ([`crate::read_req::validate`]); on success the entry keeps
+//! the requester's flow (TID entries, `tid_flow_qp`, flow PSN) and spans
+//! one IB PSN per response packet; `r_psn` and `r_msn` advance. A request
+//! ahead of `r_psn` earns one PSN-sequence NAK per episode; a request
+//! behind it is a duplicate: accepted only if it restarts an earlier entry
+//! from its start with the same length, and then that entry and the ones
+//! after it are sent again. Other failures earn the NAK
+//! [`crate::read_req::Reject::nak`] names.
+//!
+//! Deviation, on purpose: the entry spans as many IB PSNs as READ_RESP
+//! packets are really sent (one per `min(pmtu, rest of TID entry)`), the
+//! same count the requester gave the segment, not `ceil(length / pmtu)`:
+//! with an 8 KiB MTU over 4 KiB TID entries the two differ and the
+//! driver's `r_psn` would fall behind the requester's next PSN.
+
+use hfi1_hal::Psn;
+use qp_wait::{SGuard, SendState};
+use tid_flow::FlowPlatform;
+
+use crate::packet::{self, ACK_SYNDROME};
+use crate::rc::{ACK_QUEUE_SIZE, EngineError, MrTable, PacketSink, SourceData, TidQp};
+use crate::read_req::{self, Accepted, Reject};
+use crate::read_resp::{Cursor, RespBuilder};
+use crate::wire::aeth::{self, NakCode};
+use crate::wire::{kdeth, read_resp};
+
+/// One ack-queue entry. Kernel: `struct rvt_ack_entry` with its
+/// `tid_rdma_request` (one flow).
+#[derive(Debug, Clone, Default)]
+struct AckEntry {
+    acc: Option<Accepted>,
+    psn: Psn,
+    lpsn: Psn,
+    cursor: Cursor,
+    sent: bool,
+    mr: Option<u32>,
+}
+
+/// What the responder counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RespStats {
+    /// READ_REQs accepted.
+    pub accepted: u64,
+    /// Duplicate READ_REQs that restarted an entry.
+    pub duplicates: u64,
+    /// Duplicate READ_REQs ignored.
+    pub duplicates_ignored: u64,
+    /// NAKs sent.
+    pub naks: u64,
+    /// READ_RESP packets sent.
+    pub packets: u64,
+    /// Segments whose last READ_RESP was sent.
+    pub segments: u64,
+}
+
+/// The responder side of a QP.
+///
+/// # Locking
+///
+/// Part of [`TidQp`], under the QP's `s_lock`.
+#[derive(Debug)]
+pub struct Responder {
+    /// The next IB PSN expected. Kernel: `qp->r_psn`.
+    pub r_psn: Psn,
+    /// Message sequence number (24 bits). Kernel: `qp->r_msn`.
+    pub r_msn: u32,
+    /// A NAK was sent for the current out-of-sequence episode.
+    /// Kernel: `qp->r_nak_state`.
+    nak_state: Option<NakCode>,
+    /// A NAK waiting to be sent.
+    nak_pending: Option<(NakCode, Psn)>,
+    ack: [AckEntry; ACK_QUEUE_SIZE],
+    /// Next entry to fill. Kernel: `r_head_ack_queue`.
+    head: usize,
+    /// Next entry to send. Kernel: `s_tail_ack_queue`.
+    tail: usize,
+    /// What happened so far.
+    pub stats: RespStats,
+}
+
+impl Responder {
+    /// An idle responder expecting `psn` first.
+    pub fn new(psn: Psn) -> Self {
+        Self {
+            r_psn: psn,
+            r_msn: 0,
+            nak_state: None,
+            nak_pending: None,
+            ack: Default::default(),
+            head: 0,
+            tail: 0,
+            stats: RespStats::default(),
+        }
+    }
+
+    /// True if something waits to be sent.
+    pub fn has_work(&self) -> bool {
+        self.nak_pending.is_some() || self.tail != self.head
+    }
+
+    /// Memory-region references the ack queue holds.
+    pub fn mr_refs(&self) -> usize {
+        self.ack.iter().filter(|e| e.mr.is_some()).count()
+    }
+
+    /// Releases every region reference (QP destroy).
+    /// Kernel: `rvt_qp_mr_clean()` / the ack-queue walk of `rvt_reset_qp()`.
+    pub fn release_all(&mut self, mrs: &impl MrTable) {
+        for e in &mut self.ack {
+            if let Some(mr) = e.mr.take() {
+                mrs.put(mr);
+            }
+        }
+        self.tail = self.head;
+        self.nak_pending = None;
+    }
+
+    fn next(i: usize) -> usize {
+        (i + 1) % ACK_QUEUE_SIZE
+    }
+
+    fn queue_nak(&mut self, code: NakCode) {
+        self.nak_pending = Some((code, self.r_psn));
+        self.stats.naks += 1;
+    }
+}
+
+/// Response packets of an accepted request: one per
+/// `min(pmtu, rest of TID entry)` until the length is sent.
+fn resp_packets(acc: &Accepted, pmtu: u32) -> u32 {
+    let mut b = RespBuilder::new(&acc.resp_flow(0, false, pmtu));
+    let mut n = 0u32;
+    while let Ok(p) = b.next_packet() {
+        n += 1;
+        if p.last {
+            break;
+        }
+    }
+    n.max(1)
+}
+
+/// What the responder did with a READ_REQ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReqVerdict {
+    /// Accepted into the ack queue.
+    Accepted,
+    /// A duplicate that restarted an earlier entry.
+    Restarted,
+    /// Refused; a NAK is queued if `Some`.
+    Refused(Option<NakCode>),
+}
+
+/// Receives a READ_REQ. Returns the verdict; the send engine must run if
+/// [`Responder::has_work`] is true afterwards.
+/// Kernel: `hfi1_rc_rcv_tid_rdma_read_req()` and `tid_rdma_rcv_error()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`). (The driver checks the PSN before taking
+/// `s_lock`; here all of it runs under it.)
+pub fn rcv_read_req<P>(
+    g: &mut SGuard<'_, P>,
+    psn: Psn,
+    hdr: &crate::wire::read_req::Repr,
+    payload: &[u8],
+    mrs: &impl MrTable,
+) -> ReqVerdict
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let SendState { ext, .. } = &mut **g;
+    let TidQp { conn, resp, .. } = ext;
+    let next = Responder::next(resp.head);
+    let view = read_req::Responder {
+        remote_read: conn.remote_read,
+        max_len: conn.local.max_len,
+        pmtu: conn.pmtu,
+        expected_psn: resp.r_psn,
+        ack_queue_full: next == resp.tail,
+    };
+    let request = read_req::Request {
+        psn,
+        header: *hdr,
+        payload,
+    };
+    let taken = core::cell::Cell::new(None);
+    let res = read_req::validate(&view, &request, |vaddr, len, rkey| {
+        let mr = mrs.get(vaddr, len, rkey);
+        taken.set(mr);
+        mr.is_some()
+    });
+    match res {
+        Ok(acc) => {
+            let n = resp_packets(&acc, conn.pmtu);
+            let Some(e) = resp.ack.get_mut(resp.head) else {
+                return ReqVerdict::Refused(None);
+            };
+            if let Some(old) = e.mr.take() {
+                mrs.put(old);
+            }
+            *e = AckEntry {
+                acc: Some(acc),
+                psn,
+                lpsn: psn.add(n - 1),
+                cursor: Cursor::default(),
+                sent: false,
+                mr: taken.get(),
+            };
+            resp.r_psn = resp.r_psn.add(n);
+            resp.r_msn = resp.r_msn.wrapping_add(1) & 0x00FF_FFFF;
+            resp.head = next;
+            resp.nak_state = None;
+            resp.stats.accepted += 1;
+            ReqVerdict::Accepted
+        }
+        Err(rej) => {
+            if let Some(mr) = taken.get() {
+                mrs.put(mr);
+            }
+            match rej {
+                Reject::OutOfSequence { delta } if delta < 0 => {
+                    duplicate(resp, psn, hdr, payload, conn.pmtu, mrs)
+                }
+                Reject::OutOfSequence { .. } => {
+                    if resp.nak_state.is_none() {
+                        resp.nak_state = Some(NakCode::PsnError);
+                        resp.queue_nak(NakCode::PsnError);
+                        ReqVerdict::Refused(Some(NakCode::PsnError))
+                    } else {
+                        ReqVerdict::Refused(None)
+                    }
+                }
+                other => {
+                    let code = other.nak();
+                    if let Some(c) = code {
+                        resp.nak_state = Some(c);
+                        resp.queue_nak(c);
+                    }
+                    ReqVerdict::Refused(code)
+                }
+            }
+        }
+    }
+}
+
+/// A READ_REQ behind `r_psn`: find the entry it restarts (same first PSN
+/// and length), re-validate it, and send it and every later entry again.
+/// Kernel: `tid_rdma_rcv_error()` (READ branch).
+fn duplicate(
+    resp: &mut Responder,
+    psn: Psn,
+    hdr: &crate::wire::read_req::Repr,
+    payload: &[u8],
+    pmtu: u32,
+    mrs: &impl MrTable,
+) -> ReqVerdict {
+    let mut i = resp.head;
+    let mut found = None;
+    for _ in 0..ACK_QUEUE_SIZE {
+        i = (i + ACK_QUEUE_SIZE - 1) % ACK_QUEUE_SIZE;
+        if i == resp.head {
+            break;
+        }
+        match resp.ack.get(i) {
+            Some(e) if e.acc.is_some() && e.psn == psn => {
+                found = Some(i);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let Some(i) = found else {
+        resp.stats.duplicates_ignored += 1;
+        return ReqVerdict::Refused(None);
+    };
+    let Some(e) = resp.ack.get_mut(i) else {
+        return ReqVerdict::Refused(None);
+    };
+    let same_len = e.acc.as_ref().is_some_and(|a| a.length == hdr.reth.length);
+    if !same_len {
+        resp.stats.duplicates_ignored += 1;
+        return ReqVerdict::Refused(None);
+    }
+    // Re-validate against the entry's own PSN (the queue slot is reused).
+    let view = read_req::Responder {
+        remote_read: true,
+        max_len: u32::MAX,
+        pmtu,
+        expected_psn: psn,
+        ack_queue_full: false,
+    };
+    let request = read_req::Request {
+        psn,
+        header: *hdr,
+        payload,
+    };
+    let taken = core::cell::Cell::new(None);
+    let res = read_req::validate(&view, &request, |vaddr, len, rkey| {
+        let mr = mrs.get(vaddr, len, rkey);
+        taken.set(mr);
+        mr.is_some()
+    });
+    let Ok(acc) = res else {
+        if let Some(mr) = taken.get() {
+            mrs.put(mr);
+        }
+        resp.stats.duplicates_ignored += 1;
+        return ReqVerdict::Refused(None);
+    };
+    if let Some(old) = e.mr.take() {
+        mrs.put(old);
+    }
+    let n = resp_packets(&acc, pmtu);
+    e.acc = Some(acc);
+    e.lpsn = psn.add(n - 1);
+    e.cursor = Cursor::default();
+    e.sent = false;
+    e.mr = taken.get();
+    // Every later entry goes out again too, from its start.
+    let mut j = Responder::next(i);
+    while j != resp.head {
+        if let Some(l) = resp.ack.get_mut(j) {
+            l.cursor = Cursor::default();
+            l.sent = false;
+        }
+        j = Responder::next(j);
+    }
+    resp.tail = i;
+    resp.nak_state = None;
+    resp.stats.duplicates += 1;
+    ReqVerdict::Restarted
+}
+
+/// The responder's send engine: a pending NAK first, then up to `budget`
+/// READ_RESP packets from the ack queue. Returns true if more are waiting.
+/// Kernel: `hfi1_make_rc_ack()` → `hfi1_build_tid_rdma_read_resp()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`).
+///
+/// # Errors
+///
+/// A packet that could not be built (the source memory is missing); the
+/// entry is left where it was.
+pub fn make_resp<P>(
+    g: &mut SGuard<'_, P>,
+    src: &impl SourceData,
+    mrs: &impl MrTable,
+    sink: &mut impl PacketSink,
+    budget: u32,
+) -> Result<bool, EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let SendState { ext, .. } = &mut **g;
+    let TidQp { conn, resp, .. } = ext;
+    if let Some((code, psn)) = resp.nak_pending.take() {
+        let a = aeth::Repr {
+            syndrome: code.syndrome(),
+            msn: resp.r_msn,
+        };
+        let n = packet::build_ack(sink.buffer(), conn.path, conn.remote_verbs_qpn, psn, a)?;
+        sink.send(n);
+    }
+    let mut left = budget;
+    while left > 0 && resp.tail != resp.head {
+        let msn = resp.r_msn;
+        let tail = resp.tail;
+        let Some(e) = resp.ack.get_mut(tail) else {
+            break;
+        };
+        let Some(acc) = e.acc.as_ref() else {
+            resp.tail = Responder::next(tail);
+            continue;
+        };
+        let flow = acc.resp_flow(conn.remote.jkey, conn.remote.urg != 0, conn.pmtu);
+        let mut b = RespBuilder::new(&flow);
+        b.set_cursor(e.cursor);
+        let p = match b.next_packet() {
+            Ok(p) => p,
+            Err(_) => {
+                // Nothing more to build for this entry.
+                e.sent = true;
+                resp.tail = Responder::next(tail);
+                continue;
+            }
+        };
+        let hdr = read_resp::Repr {
+            kdeth: kdeth::Repr {
+                kdeth0: p.kdeth0,
+                kdeth1: p.kdeth1,
+            },
+            aeth: aeth::Repr {
+                syndrome: ACK_SYNDROME,
+                msn,
+            },
+            verbs_psn: p.verbs_psn,
+            verbs_qp: conn.remote_verbs_qpn,
+        };
+        let vaddr = acc.vaddr.wrapping_add(u64::from(p.data_offset));
+        let n = packet::build_read_resp(
+            sink.buffer(),
+            conn.path,
+            acc.tid_qpn,
+            p.bth_psn.as_psn(),
+            &hdr,
+            p.len as usize,
+            |out| src.read(vaddr, out),
+        )?;
+        sink.send(n);
+        e.cursor = b.cursor();
+        resp.stats.packets += 1;
+        left -= 1;
+        if p.last {
+            e.sent = true;
+            if let Some(mr) = e.mr.take() {
+                mrs.put(mr);
+            }
+            resp.stats.segments += 1;
+            resp.tail = Responder::next(tail);
+        }
+    }
+    Ok(resp.has_work())
+}
