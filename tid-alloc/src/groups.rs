@@ -19,7 +19,9 @@ use core::cell::Cell;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use arrayvec::ArrayVec;
-use hfi1_hal::consts::{MAX_PAGESETS, MAX_TID_GROUPS, PAGE_SHIFT, TID_GROUP_SIZE};
+use hfi1_hal::consts::{
+    MAX_PAGESETS, MAX_TID_GROUPS, PAGE_SHIFT, TID_GROUP_FULL_MAP, TID_GROUP_SIZE,
+};
 use hfi1_hal::{RcvArray, RcvType, TidEntry};
 
 use crate::AllocError;
@@ -145,6 +147,20 @@ impl TidNode {
 
     /// Builds a node, working out which entries it takes.
     const fn new(group: u16, map: u8, cnt: u8) -> Self {
+        if map == 0 {
+            // A whole free group: the `cnt` lowest entries.
+            let taken = if cnt >= GROUP_SIZE {
+                TID_GROUP_FULL_MAP
+            } else {
+                (1u8 << cnt) - 1
+            };
+            return Self {
+                group,
+                map,
+                cnt,
+                taken,
+            };
+        }
         let mut taken = 0u8;
         let mut free = !map;
         let mut left = cnt;
@@ -241,6 +257,45 @@ pub struct Programmed {
     /// Packets the segment takes at the path MTU given: the sum over TID
     /// entries of `ceil(LEN / (pmtu / 4096))`. Kernel: `flow->npkts`.
     pub npkts: u32,
+}
+
+/// Programs one entry with a set: EXPECTED with its DMA address and order,
+/// or INVALID for a filler. Kernel: the `hfi1_put_tid()` calls of
+/// `kern_program_rcv_group()`.
+#[inline(always)]
+fn put_set(rcv: &mut impl RcvArray, rcventry: u32, set: &PageSet) {
+    if set.is_filler() {
+        rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
+    } else {
+        rcv.put_tid(rcventry, RcvType::Expected, set.dma, set.order());
+    }
+}
+
+/// Writes `value` into the owner slots of the entries in `taken`.
+#[inline(always)]
+fn set_owners(owners: &mut [u32; TID_GROUP_SIZE], taken: u8, value: u32) {
+    if taken == TID_GROUP_FULL_MAP {
+        *owners = [value; TID_GROUP_SIZE];
+    } else {
+        for (i, o) in owners.iter_mut().enumerate() {
+            if (taken >> i) & 1 == 1 {
+                *o = value;
+            }
+        }
+    }
+}
+
+/// True when every entry in `taken` is owned by `ticket`.
+#[inline(always)]
+fn owns_all(owners: &[u32; TID_GROUP_SIZE], taken: u8, ticket: u32) -> bool {
+    if taken == TID_GROUP_FULL_MAP {
+        owners.iter().fold(0, |acc, &o| acc | (o ^ ticket)) == 0
+    } else {
+        owners
+            .iter()
+            .enumerate()
+            .all(|(i, &o)| (taken >> i) & 1 == 0 || o == ticket)
+    }
 }
 
 /// Absolute index of group `g`'s first entry.
@@ -762,52 +817,61 @@ impl TidGroups {
                 continue;
             };
             let taken = node.taken();
-            // Bit i set: entries i and i + 1 form a pair under one TID
-            // entry. Kernel: the driver decides this at each even entry
-            // (both free in the snapshot and at least two more needed),
-            // which is the same as "both are taken by this node".
-            let pairs = taken & (taken >> 1) & 0x55;
             let rel_base = u32::from(g).wrapping_mul(TID_GROUP_SIZE as u32);
             let abs_base = self.expected_base.wrapping_add(rel_base);
-            let mut pages = 0u32;
-            for i in 0..GROUP_SIZE {
-                let bit = 1u8 << i;
-                let rcventry = abs_base.wrapping_add(u32::from(i));
-                if taken & bit == 0 {
-                    rcv.wc_fill(rcventry);
-                    continue;
-                }
-                // Cannot run out: the node counts add up to sets.len().
-                let set = next_set.next().copied().unwrap_or(PageSet::FILLER);
-                if set.is_filler() {
-                    rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
-                } else {
-                    rcv.put_tid(rcventry, RcvType::Expected, set.dma, set.order());
-                }
-                pages = pages.wrapping_add(u32::from(set.count));
-                if pairs & bit != 0 {
-                    // First half of a pair: its TID entry comes with the
-                    // second half.
-                    continue;
-                }
-                // Groups start at a multiple of 8 from the expected base, so
-                // the parity of `i` is that of the relative entry. A filler
-                // always gets CTRL 1, even as the second half of a pair.
-                let ctrl: u32 = if set.is_filler() || i & 1 == 0 {
-                    1
-                } else if pairs & (bit >> 1) != 0 {
-                    3
-                } else {
-                    2
+            // The entries go by RcvArray pairs (i, i + 1), i even. Per pair,
+            // the two bits of `taken` say what the driver does:
+            // - neither taken: two write-combining fills;
+            // - only the even one: one TID entry, CTRL 1;
+            // - only the odd one: one TID entry, CTRL 2;
+            // - both: one TID entry for the pair, CTRL 3, LEN = both sets.
+            // A filler in the odd slot makes CTRL 1 (the driver checks the
+            // set it just programmed). This is the driver's entry-by-entry
+            // `pair` logic: an even entry starts a pair exactly when it and
+            // the next one are both taken by this node. Groups start at a
+            // multiple of 8 from the expected base, so the pair index is
+            // `rel_base / 2 + p`.
+            let pair_base = rel_base >> 1;
+            for p in 0..(GROUP_SIZE / 2) {
+                let i = 2 * p;
+                let even = abs_base.wrapping_add(u32::from(i));
+                let odd = even.wrapping_add(1);
+                let (ctrl, pages) = match (taken >> i) & 3 {
+                    0 => {
+                        rcv.wc_fill(even);
+                        rcv.wc_fill(odd);
+                        continue;
+                    }
+                    1 => {
+                        let a = next_set.next().copied().unwrap_or(PageSet::FILLER);
+                        put_set(rcv, even, &a);
+                        rcv.wc_fill(odd);
+                        (1u32, u32::from(a.count))
+                    }
+                    2 => {
+                        rcv.wc_fill(even);
+                        let b = next_set.next().copied().unwrap_or(PageSet::FILLER);
+                        put_set(rcv, odd, &b);
+                        (if b.is_filler() { 1 } else { 2 }, u32::from(b.count))
+                    }
+                    _ => {
+                        let a = next_set.next().copied().unwrap_or(PageSet::FILLER);
+                        put_set(rcv, even, &a);
+                        let b = next_set.next().copied().unwrap_or(PageSet::FILLER);
+                        put_set(rcv, odd, &b);
+                        (
+                            if b.is_filler() { 1 } else { 3 },
+                            u32::from(a.count).wrapping_add(u32::from(b.count)),
+                        )
+                    }
                 };
-                let rel = rel_base.wrapping_add(u32::from(i));
-                // Fits: rel < 2048 (256 groups) and pages <= 1024 (two sets
+                let idx = pair_base.wrapping_add(u32::from(p));
+                // Fits: idx < 1024 (256 groups) and pages <= 1024 (two sets
                 // of at most 512), both checked above.
-                let entry = TidEntry::from_raw((rel >> 1) << 22 | ctrl << 20 | (pages & 0x7FF));
+                let entry = TidEntry::from_raw(idx << 22 | ctrl << 20 | (pages & 0x7FF));
                 // Cannot fail: at most one TID entry per page set.
                 let _ = out.tid_entries.try_push(entry);
                 npkts = npkts.wrapping_add(pages.wrapping_add(pmtu_pages - 1) >> pkt_shift);
-                pages = 0;
             }
             // The driver moves the group entry by entry (free->used at the
             // first, used->full at the eighth), always to the tail; the net
@@ -823,13 +887,7 @@ impl TidGroups {
                 self.move_to(g, GroupList::Used);
             }
             if let Some(owners) = self.owner.get_mut(g as usize) {
-                for (i, o) in owners.iter_mut().enumerate() {
-                    *o = if (taken >> i) & 1 == 1 {
-                        alloc.ticket
-                    } else {
-                        *o
-                    };
-                }
+                set_owners(owners, taken, alloc.ticket);
             }
         }
         out.npkts = npkts;
@@ -879,10 +937,7 @@ impl TidGroups {
             if taken.count_ones() != u32::from(node.cnt) {
                 return Err(AllocError::Stale);
             }
-            let foreign = owners.iter().enumerate().fold(false, |bad, (i, &o)| {
-                bad | ((taken >> i) & 1 == 1) & (o != alloc.ticket)
-            });
-            if foreign {
+            if !owns_all(owners, taken, alloc.ticket) {
                 return Err(AllocError::Stale);
             }
         }
@@ -915,9 +970,7 @@ impl TidGroups {
                 self.move_to(g, GroupList::Used);
             }
             if let Some(owners) = self.owner.get_mut(g as usize) {
-                for (i, o) in owners.iter_mut().enumerate() {
-                    *o = if (taken >> i) & 1 == 1 { 0 } else { *o };
-                }
+                set_owners(owners, taken, 0);
             }
         }
         self.in_use = self.in_use.wrapping_sub(u32::from(alloc.nsets));
