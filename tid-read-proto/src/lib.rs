@@ -12,7 +12,7 @@
 //! - [`opfn`]: the 64-bit TID parameter word exchanged by OPFN and the
 //!   negotiation steps (request, reply, response, error);
 //! - [`qualify`]: which RDMA READ work requests become TID RDMA READs, and
-//!   their segment and PSN arithmetic;
+//!   their segment and PSN arithmetic, and the send-queue interlock;
 //! - [`read_resp`]: the responder's per-packet READ_RESP builder with a
 //!   rewindable cursor, and the requester's READ_REQ builder;
 //! - [`read_req`]: validation of a received READ_REQ at the responder, with

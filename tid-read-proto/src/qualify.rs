@@ -9,6 +9,9 @@
 //! Kernel: `hfi1_setup_tid_rdma_wqe()` (the length gate) and
 //! `setup_tid_rdma_wqe()`, `hfi1_check_sge_align()`.
 //!
+//! Also the send-queue interlock that holds a request back behind an
+//! unfinished TID RDMA WRITE or plain READ ([`interlock`]).
+//!
 //! Pure functions over small input structs: no lock is needed. The driver
 //! calls them with the QP's `s_lock` held because the WQE lives there; the
 //! only side effect it adds, allocating the request's flow records, is the
@@ -182,6 +185,56 @@ pub fn qualify(wr: &WorkRequest<'_>, path: &Path<'_>) -> Result<TidReadPlan, Not
     })
 }
 
+/// A send-queue entry's operation, as the interlock sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WqeOp {
+    /// SEND, SEND with immediate, SEND with invalidate.
+    Send,
+    /// Compare-and-swap or fetch-and-add.
+    Atomic,
+    /// RDMA WRITE (with or without immediate).
+    RdmaWrite,
+    /// Plain RDMA READ.
+    RdmaRead,
+    /// TID RDMA READ.
+    TidRdmaRead,
+    /// TID RDMA WRITE.
+    TidRdmaWrite,
+    /// Anything else (never interlocked).
+    Other,
+}
+
+/// The send queue's state the interlock reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InterlockState {
+    /// The operation of the entry before the current one.
+    pub prev: WqeOp,
+    /// Some sent entry is not acknowledged yet (`s_acked != s_cur`).
+    pub unacked: bool,
+    /// When `prev` is a TID RDMA WRITE: not all of its segments are
+    /// acknowledged yet (`ack_seg != total_segs`).
+    pub prev_write_pending: bool,
+}
+
+/// True if the entry `op` must wait before it is sent (the driver then sets
+/// `HFI1_S_TID_WAIT_INTERLCK`): anything after a TID RDMA WRITE whose
+/// segments are not all acknowledged, and a TID RDMA READ after a plain
+/// RDMA READ while responses are outstanding.
+/// Kernel: `hfi1_tid_rdma_wqe_interlock()`.
+pub const fn interlock(op: WqeOp, st: &InterlockState) -> bool {
+    let after_unfinished_write = matches!(st.prev, WqeOp::TidRdmaWrite) && st.prev_write_pending;
+    match op {
+        WqeOp::Send | WqeOp::Atomic | WqeOp::RdmaWrite => after_unfinished_write,
+        WqeOp::RdmaRead => after_unfinished_write,
+        WqeOp::TidRdmaRead => match st.prev {
+            WqeOp::RdmaRead => st.unacked,
+            WqeOp::TidRdmaWrite => st.prev_write_pending,
+            _ => false,
+        },
+        WqeOp::TidRdmaWrite | WqeOp::Other => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +324,51 @@ mod tests {
         let mut odd = SGES;
         odd[1].length += 1;
         assert_eq!(qualify(&wr(&odd), &p), Err(NotQualified::Unaligned));
+    }
+
+    #[test]
+    fn interlock_cases() {
+        let st = |prev, unacked, pending| InterlockState {
+            prev,
+            unacked,
+            prev_write_pending: pending,
+        };
+        // SPEC §7: a READ after an unfinished TID WRITE waits for it.
+        for op in [
+            WqeOp::RdmaRead,
+            WqeOp::TidRdmaRead,
+            WqeOp::Send,
+            WqeOp::Atomic,
+            WqeOp::RdmaWrite,
+        ] {
+            assert!(
+                interlock(op, &st(WqeOp::TidRdmaWrite, false, true)),
+                "{op:?}"
+            );
+            assert!(
+                !interlock(op, &st(WqeOp::TidRdmaWrite, true, false)),
+                "{op:?}"
+            );
+        }
+        // A TID READ after a plain READ waits while anything is unacked.
+        assert!(interlock(
+            WqeOp::TidRdmaRead,
+            &st(WqeOp::RdmaRead, true, false)
+        ));
+        assert!(!interlock(
+            WqeOp::TidRdmaRead,
+            &st(WqeOp::RdmaRead, false, false)
+        ));
+        // A plain READ after a plain READ never waits here.
+        assert!(!interlock(
+            WqeOp::RdmaRead,
+            &st(WqeOp::RdmaRead, true, false)
+        ));
+        assert!(!interlock(
+            WqeOp::TidRdmaWrite,
+            &st(WqeOp::TidRdmaWrite, true, true)
+        ));
+        assert!(!interlock(WqeOp::TidRdmaRead, &st(WqeOp::Send, true, true)));
     }
 
     #[test]
