@@ -5,9 +5,11 @@
 //! - [`cli`]: the command-line contract;
 //! - [`fabric`]: the link between the nodes, with seeded faults;
 //! - [`rng`]: the one seeded random source;
-//! - [`pcap`]: capture files of link type ERF.
+//! - [`pcap`]: capture files of link type ERF;
+//! - [`scenario`]: one run of the two nodes, with its report.
 
 pub mod cli;
 pub mod fabric;
 pub mod pcap;
 pub mod rng;
+pub mod scenario;

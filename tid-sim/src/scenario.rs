@@ -1,0 +1,965 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! One simulated run: a requester node and a responder node, a fabric
+//! between them, one seeded scheduler, and a byte-for-byte check of
+//! everything read.
+//!
+//! - **Requester node**: one receive context (the software chip with
+//!   `--groups` TID groups, its flows and wait queues) and `--qps` QPs.
+//!   Each QP reads its share of `--bytes` in `--request`-sized RDMA READs
+//!   into destination buffers made of deliberately fragmented physical
+//!   pages (seeded mix of contiguous runs and scattered pages), kept in a
+//!   sparse [`SimMemory`]. READ_RESP payloads are placed by the chip
+//!   ([`hfi1_hal::sim::SimContext::receive_expected`]) through RcvArray
+//!   entry, TID entry and OFFSET, with generation and sequence checks and
+//!   header suppression; software sees a segment's last packet only.
+//! - **Responder node**: the peer QPs, a tiny memory-region table (one
+//!   region and R_Key per QP) and source data that is a pure function of
+//!   the address, so every byte read can be checked.
+//! - **Scheduler**: at each step one of the ready actions is drawn with
+//!   the seeded [`Rng`]: a requester QP's send engine, a trigger work item
+//!   (a wake-up), a responder QP's send engine, or one delivery on either
+//!   link.
+//!
+//! Simulated time advances with each packet delivered (a 100 Gb/s wire),
+//! for pcap timestamps and the simulated throughput.
+//!
+//! At the end the resources still held are read from the real state (TID
+//! entries in use, flows reserved, QP references above the baseline, live
+//! DMA mappings, flow records allocated, MR references, QPs still queued)
+//! and reported as leaks; then every QP is flushed.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::Write;
+use std::time::Instant;
+
+use hfi1_hal::consts::{PAGE_SIZE, TID_RDMA_JKEY};
+use hfi1_hal::lock_order::{LockToken, Unlocked};
+use hfi1_hal::sim::{ExpectedPacket, RcvError, SimMemory};
+use hfi1_hal::{FlowPsn, Psn};
+use tid_flow::{RcvCtxt, Sge};
+use tid_read_proto::opfn::TidParams;
+use tid_read_proto::packet::{self, MAX_PACKET, Parsed, Path};
+use tid_read_proto::rc::{Connection, MAX_RD_ATOMIC, MrTable, PacketSink, SourceData, WcStatus};
+use tid_read_proto::requester::{self, KdethError, ReadWr};
+use tid_read_proto::responder;
+use tid_read_proto::sim::{EnginePlatform, EngineQp, new_ctxt, new_qp};
+
+use crate::cli::Options;
+use crate::fabric::{Faults, Link, Packet, PacketKind};
+use crate::pcap::PcapWriter;
+use crate::rng::Rng;
+
+/// Requester node's receive context number.
+const REQ_CTXT: u8 = 1;
+/// Responder node's receive context number.
+const RESP_CTXT: u8 = 2;
+/// LIDs.
+const REQ_LID: u16 = 1;
+const RESP_LID: u16 = 2;
+/// First verbs QP numbers.
+const REQ_QPN_BASE: u32 = 0x100;
+const RESP_QPN_BASE: u32 = 0x400;
+/// First IB PSN of every connection.
+const FIRST_PSN: u32 = 0x10;
+/// READ_RESP packets a responder send-engine run builds before yielding.
+const RESP_BUDGET: u32 = 8;
+/// Scheduler steps without a completion before a run is declared stuck.
+const STUCK_STEPS: u64 = 2_000_000;
+/// Wire speed for simulated time: bytes per nanosecond (100 Gb/s).
+const WIRE_BYTES_PER_NS: f64 = 12.5;
+
+/// A packet on the fabric.
+#[derive(Debug, Clone)]
+pub struct WirePacket {
+    /// The bytes, LRH through ICRC.
+    pub bytes: Vec<u8>,
+    kind: PacketKind,
+}
+
+impl Packet for WirePacket {
+    fn kind(&self) -> PacketKind {
+        self.kind
+    }
+}
+
+/// The kind of a built packet, for fault injection.
+fn kind_of(bytes: &[u8]) -> PacketKind {
+    match packet::parse(bytes) {
+        Ok((_, Parsed::ReadReq { .. })) => PacketKind::ReadReq,
+        Ok((_, Parsed::ReadResp { hdr, .. })) => {
+            if hdr.kdeth.kdeth0.raw() & (1 << 29) != 0 {
+                PacketKind::ReadRespMiddle
+            } else {
+                PacketKind::ReadRespLast
+            }
+        }
+        Ok((_, Parsed::Ack { .. })) => PacketKind::Ack,
+        Err(_) => PacketKind::Other,
+    }
+}
+
+/// Collects what an engine sends.
+struct Outbox {
+    buf: Vec<u8>,
+    out: Vec<Vec<u8>>,
+}
+
+impl Outbox {
+    fn new() -> Self {
+        Self {
+            buf: vec![0; MAX_PACKET],
+            out: Vec::new(),
+        }
+    }
+}
+
+impl PacketSink for Outbox {
+    fn buffer(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
+    fn send(&mut self, len: usize) {
+        self.out.push(self.buf[..len.min(self.buf.len())].to_vec());
+    }
+}
+
+/// The byte at remote address `addr`: a hash of the address (which holds
+/// the QP in its high bits), so every byte is checkable.
+pub fn pattern_word(addr8: u64) -> u64 {
+    let mut z = addr8.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Fills `out` with the source pattern starting at `addr`.
+pub fn fill_pattern(addr: u64, out: &mut [u8]) {
+    for (i, b) in out.iter_mut().enumerate() {
+        let a = addr.wrapping_add(i as u64);
+        *b = pattern_word(a >> 3).to_le_bytes()[(a & 7) as usize];
+    }
+}
+
+/// One memory region of the responder.
+#[derive(Debug, Clone)]
+struct Mr {
+    base: u64,
+    len: u64,
+    rkey: u32,
+    refs: std::cell::Cell<i64>,
+}
+
+/// The responder's memory regions and their reference counts.
+#[derive(Debug, Default)]
+struct Mrs {
+    regions: Vec<Mr>,
+}
+
+impl MrTable for Mrs {
+    fn get(&self, vaddr: u64, len: u32, rkey: u32) -> Option<u32> {
+        let (i, mr) = self
+            .regions
+            .iter()
+            .enumerate()
+            .find(|(_, m)| m.rkey == rkey)?;
+        let end = vaddr.checked_add(u64::from(len))?;
+        if vaddr < mr.base || end > mr.base + mr.len {
+            return None;
+        }
+        mr.refs.set(mr.refs.get() + 1);
+        u32::try_from(i).ok()
+    }
+
+    fn put(&self, mr: u32) {
+        if let Some(m) = self.regions.get(mr as usize) {
+            m.refs.set(m.refs.get() - 1);
+        }
+    }
+}
+
+impl SourceData for Mrs {
+    fn read(&self, vaddr: u64, out: &mut [u8]) -> bool {
+        let end = vaddr.saturating_add(out.len() as u64);
+        if !self
+            .regions
+            .iter()
+            .any(|m| vaddr >= m.base && end <= m.base + m.len)
+        {
+            return false;
+        }
+        fill_pattern(vaddr, out);
+        true
+    }
+}
+
+/// One request a requester QP has posted.
+#[derive(Debug, Clone)]
+struct Posted {
+    remote_addr: u64,
+    sges: Vec<Sge>,
+}
+
+/// Per requester QP bookkeeping of the driver program.
+#[derive(Debug, Default)]
+struct QpWork {
+    /// Request sizes still to post.
+    to_post: VecDeque<u32>,
+    /// Remote address of the next request.
+    next_remote: u64,
+    /// Posted and not completed, by wr_id.
+    posted: HashMap<u64, Posted>,
+    next_wr: u64,
+}
+
+/// The results of a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    /// Bytes the run was asked to read.
+    pub requested_bytes: u64,
+    /// Bytes read and found equal to the source.
+    pub verified_bytes: u64,
+    /// Bytes read that differ from the source.
+    pub mismatched_bytes: u64,
+    /// READ requests completed successfully.
+    pub requests: u64,
+    /// READ requests completed in error.
+    pub failed_requests: u64,
+    /// Segments set up and requested.
+    pub segments: u64,
+    /// Setups that waited for RcvArray space.
+    pub tid_waits: u64,
+    /// Setups that waited for a hardware flow.
+    pub flow_waits: u64,
+    /// SYNC points passed.
+    pub syncs: u64,
+    /// Packets handed to the fabric.
+    pub packets: u64,
+    /// Packets delivered.
+    pub delivered: u64,
+    /// READ_RESP packets placed by the chip without reaching software.
+    pub suppressed: u64,
+    /// Packets that did not parse (dropped).
+    pub malformed: u64,
+    /// NAKs sent by the responder.
+    pub naks: u64,
+    /// READ_RESPs delivered to software and dropped by the requester.
+    pub resp_dropped: u64,
+    /// Packets the chip flagged with a KDETH error.
+    pub kdeth_errors: u64,
+    /// Engine errors (bugs).
+    pub engine_errors: u64,
+    /// Requester QPs that did not finish.
+    pub stuck_qps: u64,
+    /// Scheduler steps.
+    pub steps: u64,
+    /// Simulated time in nanoseconds.
+    pub sim_ns: u64,
+    /// Wall-clock seconds of the run.
+    pub wall_secs: f64,
+    /// Resources still held at the end, by name.
+    pub leaked: BTreeMap<String, u64>,
+}
+
+impl Report {
+    /// True when every byte was verified and nothing leaked or stuck.
+    pub fn ok(&self) -> bool {
+        self.mismatched_bytes == 0
+            && self.verified_bytes == self.requested_bytes
+            && self.failed_requests == 0
+            && self.engine_errors == 0
+            && self.stuck_qps == 0
+            && self.leaked.values().all(|&v| v == 0)
+    }
+
+    /// Simulated throughput in bytes per simulated microsecond.
+    pub fn sim_bytes_per_us(&self) -> f64 {
+        if self.sim_ns == 0 {
+            0.0
+        } else {
+            self.verified_bytes as f64 * 1000.0 / self.sim_ns as f64
+        }
+    }
+
+    /// Wall-clock throughput in MiB/s.
+    pub fn wall_mib_per_s(&self) -> f64 {
+        if self.wall_secs <= 0.0 {
+            0.0
+        } else {
+            self.verified_bytes as f64 / (1024.0 * 1024.0) / self.wall_secs
+        }
+    }
+
+    /// One JSON object.
+    pub fn to_json(&self) -> String {
+        let leaked: Vec<String> = self
+            .leaked
+            .iter()
+            .map(|(k, v)| format!("\"{k}\":{v}"))
+            .collect();
+        format!(
+            concat!(
+                "{{\"ok\":{},\"requested_bytes\":{},\"verified_bytes\":{},",
+                "\"mismatched_bytes\":{},\"requests\":{},\"failed_requests\":{},",
+                "\"segments\":{},\"tid_waits\":{},\"flow_waits\":{},\"syncs\":{},",
+                "\"packets\":{},\"delivered\":{},\"suppressed\":{},\"malformed\":{},",
+                "\"naks\":{},\"resp_dropped\":{},\"kdeth_errors\":{},",
+                "\"engine_errors\":{},\"stuck_qps\":{},\"steps\":{},\"sim_ns\":{},",
+                "\"sim_bytes_per_us\":{:.1},\"wall_secs\":{:.3},",
+                "\"wall_mib_per_s\":{:.1},\"leaked\":{{{}}}}}"
+            ),
+            self.ok(),
+            self.requested_bytes,
+            self.verified_bytes,
+            self.mismatched_bytes,
+            self.requests,
+            self.failed_requests,
+            self.segments,
+            self.tid_waits,
+            self.flow_waits,
+            self.syncs,
+            self.packets,
+            self.delivered,
+            self.suppressed,
+            self.malformed,
+            self.naks,
+            self.resp_dropped,
+            self.kdeth_errors,
+            self.engine_errors,
+            self.stuck_qps,
+            self.steps,
+            self.sim_ns,
+            self.sim_bytes_per_us(),
+            self.wall_secs,
+            self.wall_mib_per_s(),
+            leaked.join(",")
+        )
+    }
+
+    /// A readable summary.
+    pub fn summary(&self) -> String {
+        let leaked: Vec<String> = self
+            .leaked
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!(
+            concat!(
+                "tid-sim: {}\n",
+                "  verified   {} of {} bytes ({} mismatched)\n",
+                "  requests   {} ok, {} failed; segments {}\n",
+                "  waits      {} for TID space, {} for a flow; {} SYNCs\n",
+                "  packets    {} sent, {} delivered, {} placed silently by the chip\n",
+                "  drops      {} malformed, {} READ_RESP dropped, {} KDETH errors, {} NAKs\n",
+                "  throughput {:.1} bytes/simulated us ({:.3} ms simulated), ",
+                "{:.1} MiB/s wall clock ({:.3} s)\n",
+                "  left       {}; stuck QPs {}; engine errors {}\n"
+            ),
+            if self.ok() { "PASS" } else { "FAIL" },
+            self.verified_bytes,
+            self.requested_bytes,
+            self.mismatched_bytes,
+            self.requests,
+            self.failed_requests,
+            self.segments,
+            self.tid_waits,
+            self.flow_waits,
+            self.syncs,
+            self.packets,
+            self.delivered,
+            self.suppressed,
+            self.malformed,
+            self.resp_dropped,
+            self.kdeth_errors,
+            self.naks,
+            self.sim_bytes_per_us(),
+            self.sim_ns as f64 / 1e6,
+            self.wall_mib_per_s(),
+            self.wall_secs,
+            leaked.join(", "),
+            self.stuck_qps,
+            self.engine_errors,
+        )
+    }
+}
+
+/// Hands out fragmented destination pages: a seeded mix of contiguous
+/// runs (2..=64 pages) and single scattered pages, never adjacent to the
+/// previous run, sometimes handed out in descending address order.
+struct PageAllocator {
+    next_pfn: u64,
+}
+
+impl PageAllocator {
+    fn new() -> Self {
+        Self { next_pfn: 0x1000 }
+    }
+
+    /// Page-aligned SGEs covering `bytes`.
+    fn buffer(&mut self, rng: &mut Rng, bytes: u32) -> Vec<Sge> {
+        let mut left = u64::from(bytes.div_ceil(PAGE_SIZE));
+        let mut runs = Vec::new();
+        while left > 0 {
+            let len = if rng.chance(0.4) {
+                1
+            } else {
+                (2 + rng.below(63)).min(left)
+            }
+            .min(left);
+            let start = self.next_pfn + 1 + rng.below(7);
+            self.next_pfn = start + len;
+            runs.push((start, len));
+            left -= len;
+        }
+        if rng.chance(0.3) {
+            runs.reverse();
+        }
+        runs.into_iter()
+            .map(|(pfn, len)| Sge {
+                vaddr: pfn << 12,
+                length: (len as u32) * PAGE_SIZE,
+            })
+            .collect()
+    }
+}
+
+/// Where the run reads: one per requester QP.
+struct Pair {
+    req: EngineQp,
+    resp: EngineQp,
+}
+
+/// A run's faults (none in the default scenario).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunFaults {
+    /// Faults of the requester→responder link.
+    pub to_responder: Faults,
+    /// Faults of the responder→requester link.
+    pub to_requester: Faults,
+}
+
+/// Runs one scenario. `pcap` receives every packet handed to the fabric.
+pub fn run(
+    opts: &Options,
+    faults: RunFaults,
+    mut pcap: Option<&mut PcapWriter<impl Write>>,
+) -> Report {
+    let wall = Instant::now();
+    let mut rep = Report::default();
+    let mut rng = Rng::new(opts.seed);
+    let nqps = opts.qps;
+    let per_qp = (opts.bytes.div_ceil(u64::from(nqps))).div_ceil(u64::from(PAGE_SIZE))
+        * u64::from(PAGE_SIZE);
+    rep.requested_bytes = per_qp * u64::from(nqps);
+
+    let req_rcd = match new_ctxt(
+        u32::from(REQ_CTXT),
+        0,
+        opts.groups as usize,
+        nqps,
+        opts.seed ^ 0xA5A5,
+    ) {
+        Ok(r) => r,
+        Err(_) => {
+            rep.engine_errors += 1;
+            return rep;
+        }
+    };
+    let resp_rcd = match new_ctxt(u32::from(RESP_CTXT), 0, 1, nqps, opts.seed ^ 0x5A5A) {
+        Ok(r) => r,
+        Err(_) => {
+            rep.engine_errors += 1;
+            return rep;
+        }
+    };
+    let req_params = TidParams::local(REQ_CTXT, TID_RDMA_JKEY, 14, false);
+    let resp_params = TidParams::local(RESP_CTXT, TID_RDMA_JKEY, 14, false);
+    let mut mrs = Mrs::default();
+    let mut pairs = Vec::new();
+    let mut work: Vec<QpWork> = Vec::new();
+    let mut by_req_qpn = HashMap::new();
+    let mut by_resp_qpn = HashMap::new();
+    for i in 0..nqps {
+        let rq = REQ_QPN_BASE + i;
+        let sq = RESP_QPN_BASE + i;
+        let req_conn = Connection {
+            verbs_qpn: rq,
+            remote_verbs_qpn: sq,
+            local: req_params,
+            remote: resp_params,
+            pmtu: opts.mtu,
+            path: Path {
+                dlid: RESP_LID,
+                slid: REQ_LID,
+            },
+            max_rd_atomic: MAX_RD_ATOMIC,
+            remote_read: false,
+        };
+        let resp_conn = Connection {
+            verbs_qpn: sq,
+            remote_verbs_qpn: rq,
+            local: resp_params,
+            remote: req_params,
+            pmtu: opts.mtu,
+            path: Path {
+                dlid: REQ_LID,
+                slid: RESP_LID,
+            },
+            max_rd_atomic: MAX_RD_ATOMIC,
+            remote_read: true,
+        };
+        let base = (u64::from(i) + 1) << 40;
+        mrs.regions.push(Mr {
+            base,
+            len: per_qp,
+            rkey: 0x5000 + i,
+            refs: std::cell::Cell::new(0),
+        });
+        let mut w = QpWork {
+            next_remote: base,
+            ..QpWork::default()
+        };
+        let mut left = per_qp;
+        while left > 0 {
+            let n = left.min(opts.request);
+            w.to_post.push_back(n as u32);
+            left -= n;
+        }
+        work.push(w);
+        pairs.push(Pair {
+            req: new_qp(rq, i, i % 4, req_conn, Psn::new(FIRST_PSN)),
+            resp: new_qp(sq, i, i % 4, resp_conn, Psn::new(FIRST_PSN)),
+        });
+        by_req_qpn.insert(rq, i as usize);
+        by_resp_qpn.insert(sq, i as usize);
+    }
+
+    let mut mem = SimMemory::new();
+    let mut pages = PageAllocator::new();
+    let mut ab: Link<WirePacket> = Link::new(faults.to_responder);
+    let mut ba: Link<WirePacket> = Link::new(faults.to_requester);
+    let mut outbox = Outbox::new();
+    let mut resp_ready: VecDeque<usize> = VecDeque::new();
+    let mut resp_queued = vec![false; nqps as usize];
+    let mut root = LockToken::<Unlocked>::root();
+    let mut erf_buf = vec![0u8; MAX_PACKET + 64];
+
+    // Post what fits.
+    for (i, p) in pairs.iter().enumerate() {
+        post_more(
+            &req_rcd,
+            &p.req,
+            &mut work[i],
+            &mut rng,
+            &mut pages,
+            &mut mem,
+            &mut root,
+            &mut rep,
+        );
+    }
+
+    let mut since_progress = 0u64;
+    let mut sim_ns_f = 0f64;
+    #[derive(Clone, Copy)]
+    enum Act {
+        Work,
+        ReqSend,
+        RespSend,
+        ToResponder,
+        ToRequester,
+    }
+    let mut acts = Vec::with_capacity(5);
+    loop {
+        acts.clear();
+        if req_rcd.sched.pending_work() > 0 {
+            acts.push(Act::Work);
+        }
+        if req_rcd.sched.pending_sends() > 0 {
+            acts.push(Act::ReqSend);
+        }
+        if !resp_ready.is_empty() {
+            acts.push(Act::RespSend);
+        }
+        if !ab.is_empty() {
+            acts.push(Act::ToResponder);
+        }
+        if !ba.is_empty() {
+            acts.push(Act::ToRequester);
+        }
+        if acts.is_empty() || since_progress > STUCK_STEPS {
+            break;
+        }
+        rep.steps += 1;
+        since_progress += 1;
+        let act = acts[rng.below(acts.len() as u64) as usize];
+        match act {
+            Act::Work => {
+                if let Some((_cpu, qp)) = req_rcd.sched.pop_work() {
+                    let mut err = false;
+                    qp_wait::trigger_resume::<EnginePlatform>(qp, &mut root, |qp, root| {
+                        err = requester::send_engine(&req_rcd, qp, root, &mut outbox).is_err();
+                    });
+                    rep.engine_errors += u64::from(err);
+                }
+                flush_out(
+                    &mut outbox,
+                    &mut ab,
+                    &mut rng,
+                    &mut pcap,
+                    &mut erf_buf,
+                    sim_ns_f,
+                    0,
+                    &mut rep,
+                );
+            }
+            Act::ReqSend => {
+                if let Some(qp) = req_rcd.sched.pop_send() {
+                    if requester::send_engine(&req_rcd, &qp, &mut root, &mut outbox).is_err() {
+                        rep.engine_errors += 1;
+                    }
+                }
+                flush_out(
+                    &mut outbox,
+                    &mut ab,
+                    &mut rng,
+                    &mut pcap,
+                    &mut erf_buf,
+                    sim_ns_f,
+                    0,
+                    &mut rep,
+                );
+            }
+            Act::RespSend => {
+                if let Some(i) = resp_ready.pop_front() {
+                    resp_queued[i] = false;
+                    let more = {
+                        let qp = &pairs[i].resp;
+                        let mut g = qp.s_lock.lock(&mut root);
+                        match responder::make_resp::<EnginePlatform>(
+                            &mut g,
+                            &mrs,
+                            &mrs,
+                            &mut outbox,
+                            RESP_BUDGET,
+                        ) {
+                            Ok(m) => m,
+                            Err(_) => {
+                                rep.engine_errors += 1;
+                                false
+                            }
+                        }
+                    };
+                    if more && !resp_queued[i] {
+                        resp_queued[i] = true;
+                        resp_ready.push_back(i);
+                    }
+                }
+                flush_out(
+                    &mut outbox,
+                    &mut ba,
+                    &mut rng,
+                    &mut pcap,
+                    &mut erf_buf,
+                    sim_ns_f,
+                    1,
+                    &mut rep,
+                );
+            }
+            Act::ToResponder => {
+                let Some(p) = ab.deliver(&mut rng) else {
+                    continue;
+                };
+                sim_ns_f += p.bytes.len() as f64 / WIRE_BYTES_PER_NS;
+                since_progress = 0;
+                match packet::parse(&p.bytes) {
+                    Ok((_, Parsed::ReadReq { bth, hdr, payload })) => {
+                        let Some(&i) = by_resp_qpn.get(&hdr.verbs_qp) else {
+                            rep.malformed += 1;
+                            continue;
+                        };
+                        let has_work = {
+                            let mut g = pairs[i].resp.s_lock.lock(&mut root);
+                            let _ = responder::rcv_read_req::<EnginePlatform>(
+                                &mut g, bth.psn, &hdr, payload, &mrs,
+                            );
+                            g.ext.resp.has_work()
+                        };
+                        if has_work && !resp_queued[i] {
+                            resp_queued[i] = true;
+                            resp_ready.push_back(i);
+                        }
+                    }
+                    Ok(_) => rep.malformed += 1,
+                    Err(_) => rep.malformed += 1,
+                }
+            }
+            Act::ToRequester => {
+                let Some(p) = ba.deliver(&mut rng) else {
+                    continue;
+                };
+                sim_ns_f += p.bytes.len() as f64 / WIRE_BYTES_PER_NS;
+                since_progress = 0;
+                let done = match packet::parse(&p.bytes) {
+                    Ok((_, Parsed::ReadResp { bth, hdr, payload })) => {
+                        let Some(&i) = by_req_qpn.get(&hdr.verbs_qp) else {
+                            rep.malformed += 1;
+                            continue;
+                        };
+                        let qp = &pairs[i].req;
+                        let mut g = qp.s_lock.lock(&mut root);
+                        // The chip: expected receive (placement, flow
+                        // checks, header suppression). Our sim chip lives in
+                        // the exp_lock-guarded state, so the sim reaches it
+                        // under the QP's s_lock and exp_lock; a real chip
+                        // needs no lock.
+                        let outcome = {
+                            let (_, tok) = g.parts();
+                            let mut e = req_rcd.exp_lock.lock(tok);
+                            e.chip.receive_expected(
+                                &mut mem,
+                                ExpectedPacket {
+                                    dest_qp: bth.dest_qp,
+                                    psn: FlowPsn::from_raw(bth.psn.get()),
+                                    kdeth0: hdr.kdeth.kdeth0,
+                                    payload,
+                                },
+                            )
+                        };
+                        if outcome.delivered {
+                            let err = outcome.error.map(|e| match e {
+                                RcvError::Tid => KdethError::Tid,
+                                RcvError::FlowSeq => KdethError::FlowSeq,
+                                RcvError::FlowGen => KdethError::FlowGen,
+                            });
+                            if requester::rcv_read_resp(&req_rcd, qp, &mut g, &hdr, err).is_err() {
+                                rep.engine_errors += 1;
+                            }
+                        } else {
+                            rep.suppressed += 1;
+                        }
+                        let mut done = Vec::new();
+                        while let Some(c) = g.ext.req.poll() {
+                            done.push(c);
+                        }
+                        Some((i, done))
+                    }
+                    Ok((_, Parsed::Ack { aeth, bth })) => {
+                        let Some(&i) = by_req_qpn.get(&bth.dest_qp) else {
+                            rep.malformed += 1;
+                            continue;
+                        };
+                        let mut g = pairs[i].req.s_lock.lock(&mut root);
+                        requester::rcv_ack::<EnginePlatform>(&mut g, &aeth);
+                        None
+                    }
+                    Ok(_) | Err(_) => {
+                        rep.malformed += 1;
+                        None
+                    }
+                };
+                if let Some((i, comps)) = done {
+                    for c in comps {
+                        let Some(posted) = work[i].posted.remove(&c.wr_id) else {
+                            continue;
+                        };
+                        if c.status == WcStatus::Success {
+                            rep.requests += 1;
+                            verify(&mut mem, &posted, &mut rep);
+                        } else {
+                            rep.failed_requests += 1;
+                        }
+                        for s in &posted.sges {
+                            for k in 0..u64::from(s.length / PAGE_SIZE) {
+                                mem.remove_page((s.vaddr >> 12) + k);
+                            }
+                        }
+                    }
+                    post_more(
+                        &req_rcd,
+                        &pairs[i].req,
+                        &mut work[i],
+                        &mut rng,
+                        &mut pages,
+                        &mut mem,
+                        &mut root,
+                        &mut rep,
+                    );
+                }
+            }
+        }
+    }
+    rep.sim_ns = sim_ns_f as u64;
+
+    // Gather the counters.
+    for p in &pairs {
+        let g = p.req.s_lock.lock(&mut root);
+        let s = g.ext.req.stats;
+        rep.segments += s.segments;
+        rep.tid_waits += s.tid_waits;
+        rep.flow_waits += s.flow_waits;
+        rep.syncs += s.syncs;
+        rep.resp_dropped += s.resp_dropped;
+        rep.kdeth_errors += s.kdeth_errors;
+        drop(g);
+        let g = p.resp.s_lock.lock(&mut root);
+        rep.naks += g.ext.resp.stats.naks;
+    }
+    for (i, w) in work.iter().enumerate() {
+        if !w.to_post.is_empty() || !w.posted.is_empty() {
+            rep.stuck_qps += 1;
+            let _ = i;
+        }
+    }
+    let (sa, sb) = (ab.stats(), ba.stats());
+    rep.packets = sa.sent + sb.sent;
+    rep.delivered = sa.delivered + sb.delivered;
+
+    // Resources still held, from the real state.
+    rep.leaked = leaks(&req_rcd, &pairs, &mrs, &mut root);
+
+    // Tear down: flush every QP (destroy), then check nothing is held.
+    for p in &pairs {
+        let mut g = p.req.s_lock.lock(&mut root);
+        requester::flush(&req_rcd, &p.req, &mut g);
+        drop(g);
+        let mut g = p.resp.s_lock.lock(&mut root);
+        g.ext.resp.release_all(&mrs);
+    }
+    while let Some((_, qp)) = req_rcd.sched.pop_work() {
+        drop(qp);
+    }
+    while let Some(qp) = req_rcd.sched.pop_send() {
+        drop(qp);
+    }
+    drop(resp_rcd);
+    rep.wall_secs = wall.elapsed().as_secs_f64();
+    rep
+}
+
+/// Posts requests while the QP's send queue has room.
+#[allow(clippy::too_many_arguments)]
+fn post_more(
+    rcd: &RcvCtxt<EnginePlatform>,
+    qp: &EngineQp,
+    w: &mut QpWork,
+    rng: &mut Rng,
+    pages: &mut PageAllocator,
+    mem: &mut SimMemory,
+    root: &mut LockToken<'_, Unlocked>,
+    rep: &mut Report,
+) {
+    let mut g = qp.s_lock.lock(root);
+    while g.ext.req.can_post() {
+        let Some(&len) = w.to_post.front() else { break };
+        let sges = pages.buffer(rng, len);
+        for s in &sges {
+            for k in 0..u64::from(s.length / PAGE_SIZE) {
+                mem.add_page((s.vaddr >> 12) + k);
+            }
+        }
+        let wr_id = w.next_wr;
+        let rkey = 0x5000 + qp.qpn() - REQ_QPN_BASE;
+        let wr = ReadWr {
+            wr_id,
+            remote_addr: w.next_remote,
+            rkey,
+            sges: &sges,
+        };
+        if requester::post_read(rcd, qp, &mut g, &wr).is_err() {
+            rep.engine_errors += 1;
+            break;
+        }
+        w.posted.insert(
+            wr_id,
+            Posted {
+                remote_addr: w.next_remote,
+                sges,
+            },
+        );
+        w.next_wr += 1;
+        w.next_remote += u64::from(len);
+        w.to_post.pop_front();
+    }
+}
+
+/// Compares a completed request's destination pages with the source.
+fn verify(mem: &mut SimMemory, p: &Posted, rep: &mut Report) {
+    let mut remote = p.remote_addr;
+    let mut got = vec![0u8; PAGE_SIZE as usize];
+    let mut want = vec![0u8; PAGE_SIZE as usize];
+    for s in &p.sges {
+        for k in 0..u64::from(s.length / PAGE_SIZE) {
+            let addr = s.vaddr + k * u64::from(PAGE_SIZE);
+            fill_pattern(remote, &mut want);
+            if mem.read(addr, &mut got).is_err() {
+                rep.mismatched_bytes += u64::from(PAGE_SIZE);
+            } else {
+                let bad = got.iter().zip(&want).filter(|(a, b)| a != b).count() as u64;
+                rep.mismatched_bytes += bad;
+                rep.verified_bytes += u64::from(PAGE_SIZE) - bad;
+            }
+            remote += u64::from(PAGE_SIZE);
+        }
+    }
+}
+
+/// Moves what an engine sent onto a link (and into the capture).
+#[allow(clippy::too_many_arguments)]
+fn flush_out(
+    outbox: &mut Outbox,
+    link: &mut Link<WirePacket>,
+    rng: &mut Rng,
+    pcap: &mut Option<&mut PcapWriter<impl Write>>,
+    erf_buf: &mut [u8],
+    sim_ns: f64,
+    interface: u8,
+    rep: &mut Report,
+) {
+    for bytes in outbox.out.drain(..) {
+        if let Some(w) = pcap.as_deref_mut() {
+            let ts = tid_read_proto::wire::erf::timestamp_from_nanos(sim_ns as u64);
+            match tid_read_proto::wire::erf::encode(ts, interface, &bytes, erf_buf) {
+                Ok(n) => {
+                    if w.record(sim_ns as u64, &erf_buf[..n]).is_err() {
+                        rep.engine_errors += 1;
+                    }
+                }
+                Err(_) => rep.engine_errors += 1,
+            }
+        }
+        let kind = kind_of(&bytes);
+        link.send(WirePacket { bytes, kind }, rng);
+    }
+}
+
+/// Resources held now, from the real state of the requester context, the
+/// QPs and the responder's regions.
+fn leaks(
+    rcd: &RcvCtxt<EnginePlatform>,
+    pairs: &[Pair],
+    mrs: &Mrs,
+    root: &mut LockToken<'_, Unlocked>,
+) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    if let Some(p) = pairs.first() {
+        let mut g = p.req.s_lock.lock(root);
+        let (_, tok) = g.parts();
+        let e = rcd.exp_lock.lock(tok);
+        m.insert("tid_entries".into(), u64::from(e.groups.entries_in_use()));
+        m.insert("flows".into(), u64::from(e.flows.mask().count_ones()));
+        m.insert(
+            "queued_qps".into(),
+            (e.waiters.len(qp_wait::QueueKind::Flow) + e.waiters.len(qp_wait::QueueKind::RcvArray))
+                as u64,
+        );
+    }
+    let mut refs = 0u64;
+    for p in pairs {
+        refs += (p.req.live_refs().saturating_sub(1) + p.resp.live_refs().saturating_sub(1)) as u64;
+    }
+    m.insert("qp_refs".into(), refs);
+    m.insert("dma_mappings".into(), rcd.dma.live_mappings() as u64);
+    m.insert("flow_records".into(), rcd.mem.live_allocations() as u64);
+    let mr_refs: i64 = mrs.regions.iter().map(|r| r.refs.get()).sum();
+    m.insert("mr_refs".into(), mr_refs.max(0) as u64);
+    m
+}
