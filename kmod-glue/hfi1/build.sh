@@ -25,7 +25,8 @@ suffix=""
 OUT=${OUT:-$glue/build/hfi1$suffix}
 LINUX_SOURCE=${LINUX_SOURCE:-/usr/src/linux-source-6.1.tar.xz}
 
-ROUTED=(kern_flow_generation_next tid_rdma_find_phys_blocks_4k tid_flush_pages
+ROUTED=(kern_flow_generation_next kern_reserve_flow tid_rdma_opfn_encode
+        tid_rdma_opfn_decode tid_rdma_find_phys_blocks_4k tid_flush_pages
         tid_rdma_find_phys_blocks_8k)
 
 [ -r "$LINUX_SOURCE" ] || { echo "hfi1/build.sh: no $LINUX_SOURCE (apt-get install linux-source-6.1)" >&2; exit 1; }
@@ -46,9 +47,11 @@ spatch --very-quiet --sp-file "$here/route.cocci" --in-place "$src/tid_rdma.c" >
 fail=0
 grep -q '^#include "hfi1_tid_route.h"' "$src/tid_rdma.c" || { echo "route.cocci: include not added" >&2; fail=1; }
 for f in "${ROUTED[@]}"; do
-    grep -Eq "^u32 hfi1_orig_$f\(" "$src/tid_rdma.c" || { echo "route.cocci: $f not renamed" >&2; fail=1; }
-    grep -Eq "^static (__maybe_unused )?u32 $f\(" "$src/tid_rdma.c" || { echo "route.cocci: no wrapper for $f" >&2; fail=1; }
-    grep -Eq "return hfi1_tid_route_$f\(" "$src/tid_rdma.c" || { echo "route.cocci: wrapper of $f does not route" >&2; fail=1; }
+    grep -Eq "^(u32|u64|int|void) hfi1_orig_$f\(" "$src/tid_rdma.c" || { echo "route.cocci: $f not renamed" >&2; fail=1; }
+    grep -Eq "^static (__maybe_unused )?(u32|u64|int|void) $f\(" "$src/tid_rdma.c" || { echo "route.cocci: no wrapper for $f" >&2; fail=1; }
+    grep -Eq "^[[:space:]]+(return )?hfi1_tid_route_$f\(" "$src/tid_rdma.c" || { echo "route.cocci: wrapper of $f does not route" >&2; fail=1; }
+    [ "$(grep -Ec "^static (__maybe_unused )?(u32|u64|int|void) $f\(" "$src/tid_rdma.c")" = 1 ] ||
+        { echo "route.cocci: $f defined more than once" >&2; fail=1; }
 done
 # The original 8K walk must keep using the original flush helper.
 [ "$(grep -c 'hfi1_orig_tid_flush_pages(list, &idx' "$src/tid_rdma.c")" = 3 ] ||

@@ -99,6 +99,91 @@ static void diff_generation_next(struct diff_tally *t, unsigned long cases)
 	}
 }
 
+/* ---- kern_reserve_flow ---- */
+
+static void diff_reserve_flow(struct diff_tally *t, unsigned long cases,
+			      struct hfi1_ctxtdata *ra, struct hfi1_ctxtdata *rb)
+{
+	unsigned long c;
+
+	spin_lock_init(&ra->exp_lock);
+	spin_lock_init(&rb->exp_lock);
+	for (c = 0; c < cases; c++) {
+		/*
+		 * Bitmaps from empty to full (and with stray high bits), the
+		 * preferred flow in and out of range.
+		 */
+		unsigned long mask;
+		int last, a, b;
+
+		switch (c % 4) {
+		case 0: mask = 0; break;
+		case 1: mask = U32_MAX & ~BIT(rnd_below(32)); break;
+		case 2: mask = (u32)rnd() & (u32)rnd(); break;
+		default: mask = rnd(); break;
+		}
+		if (c < 64) {
+			mask = c < 32 ? GENMASK(c, 0) : U32_MAX;
+			last = (int)c - 16;
+		} else {
+			last = (int)rnd_below(40) - 4;
+		}
+		ra->flow_mask = mask;
+		rb->flow_mask = mask;
+		spin_lock(&ra->exp_lock);
+		a = hfi1_orig_kern_reserve_flow(ra, last);
+		spin_unlock(&ra->exp_lock);
+		spin_lock(&rb->exp_lock);
+		b = hfi1_tid_route_kern_reserve_flow(rb, last);
+		spin_unlock(&rb->exp_lock);
+		tally(t, a == b && ra->flow_mask == rb->flow_mask,
+		      "mask %#lx last %d: orig %d/%#lx, rust %d/%#lx", mask, last,
+		      a, ra->flow_mask, b, rb->flow_mask);
+	}
+}
+
+/* ---- tid_rdma_opfn_encode / decode ---- */
+
+static void random_params(struct tid_rdma_params *p, unsigned long c)
+{
+	static const u32 lens[] = { 0, 1, 4095, 4096, 8192, 256 * 1024,
+				    8 << 20, (8 << 20) + 4096, U32_MAX };
+
+	get_random_bytes(p, sizeof(*p));
+	if (c < ARRAY_SIZE(lens))
+		p->max_len = lens[c];
+	else if (c & 1)
+		p->max_len = (rnd_below(2048) + 1) << PAGE_SHIFT;
+}
+
+static void diff_opfn(struct diff_tally *te, struct diff_tally *td,
+		      unsigned long cases)
+{
+	struct tid_rdma_params a, b;
+	unsigned long c;
+
+	for (c = 0; c < cases; c++) {
+		u64 wa, wb, data;
+
+		random_params(&a, c);
+		b = a;
+		wa = hfi1_orig_tid_rdma_opfn_encode(&a);
+		wb = hfi1_tid_route_tid_rdma_opfn_encode(&b);
+		tally(te, wa == wb, "params qp %#x len %u: orig %#llx, rust %#llx",
+		      a.qp, a.max_len, wa, wb);
+
+		/* Decode into identical garbage: untouched bytes stay equal. */
+		data = c < 2 ? (c ? U64_MAX : 0) : rnd();
+		get_random_bytes(&a, sizeof(a));
+		b = a;
+		hfi1_orig_tid_rdma_opfn_decode(&a, data);
+		hfi1_tid_route_tid_rdma_opfn_decode(&b, data);
+		tally(td, !memcmp(&a, &b, sizeof(a)), "word %#llx", data);
+		if (!(c & 4095))
+			cond_resched();
+	}
+}
+
 /* ---- page lists for find_phys_blocks ---- */
 
 struct diff_pool {
@@ -242,14 +327,20 @@ out:
 static void run_diff(unsigned long cases)
 {
 	struct diff_tally t_gen = { .name = "kern_flow_generation_next" };
+	struct diff_tally t_res = { .name = "kern_reserve_flow" };
+	struct diff_tally t_enc = { .name = "tid_rdma_opfn_encode" };
+	struct diff_tally t_dec = { .name = "tid_rdma_opfn_decode" };
 	struct diff_tally t_4k = { .name = "tid_rdma_find_phys_blocks_4k" };
 	struct diff_tally t_8k = { .name = "tid_rdma_find_phys_blocks_8k" };
 	struct diff_tally t_flush = { .name = "tid_flush_pages" };
-	struct diff_tally *all[] = { &t_gen, &t_4k, &t_8k, &t_flush };
+	struct diff_tally *all[] = { &t_gen, &t_res, &t_enc, &t_dec,
+				     &t_4k, &t_8k, &t_flush };
+	struct hfi1_ctxtdata *rcd_a, *rcd_b;
 	struct diff_pool pool = {};
 	struct tid_rdma_request *req;
 	struct tid_rdma_flow *flow;
 	unsigned long passed = 0, failed = 0;
+	bool have_mem;
 	int i;
 
 	rng = tid_diff_seed ? tid_diff_seed : (get_random_u64() | 1);
@@ -262,14 +353,18 @@ static void run_diff(unsigned long cases)
 	}
 	req = kzalloc(sizeof(*req), GFP_KERNEL);
 	flow = kzalloc(sizeof(*flow), GFP_KERNEL);
-	for (i = 0; i < POOL_BLOCKS; i++)
+	rcd_a = kzalloc(sizeof(*rcd_a), GFP_KERNEL);
+	rcd_b = kzalloc(sizeof(*rcd_b), GFP_KERNEL);
+	have_mem = req && flow && rcd_a && rcd_b;
+	for (i = 0; i < POOL_BLOCKS; i++) {
 		pool.block[i] = alloc_pages(GFP_KERNEL, POOL_ORDER);
-	for (i = 0; i < POOL_BLOCKS; i++)
-		if (!pool.block[i])
-			req = NULL; /* fall through to the failure below */
-	if (req && flow && !t_4k.failed) {
+		have_mem = have_mem && pool.block[i];
+	}
+	if (have_mem && !t_4k.failed) {
 		flow->req = req;
 		diff_generation_next(&t_gen, cases);
+		diff_reserve_flow(&t_res, cases, rcd_a, rcd_b);
+		diff_opfn(&t_enc, &t_dec, cases);
 		diff_find(&t_4k, cases, &pool,
 			  hfi1_orig_tid_rdma_find_phys_blocks_4k,
 			  hfi1_tid_route_tid_rdma_find_phys_blocks_4k, flow);
@@ -286,6 +381,8 @@ static void run_diff(unsigned long cases)
 			__free_pages(pool.block[i], POOL_ORDER);
 	kfree(flow);
 	kfree(req);
+	kfree(rcd_a);
+	kfree(rcd_b);
 
 	for (i = 0; i < ARRAY_SIZE(all); i++) {
 		report(all[i]);

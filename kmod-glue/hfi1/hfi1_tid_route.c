@@ -35,6 +35,56 @@ u32 hfi1_tid_route_kern_flow_generation_next(u32 gen)
 	return next;
 }
 
+/*
+ * The flow bitmap stays where the driver keeps it (rcd->flow_mask, an
+ * unsigned long of which only the low 32 bits are flows); the engine
+ * reserves on a copy of those bits, which goes back on success.
+ */
+int hfi1_tid_route_kern_reserve_flow(struct hfi1_ctxtdata *rcd, int last)
+{
+	u32 mask = (u32)rcd->flow_mask;
+	int ret;
+
+	lockdep_assert_held(&rcd->exp_lock);
+	ret = hfi1_tid_flow_reserve(&mask, last);
+	if (ret >= 0)
+		rcd->flow_mask = (rcd->flow_mask & ~(unsigned long)U32_MAX) | mask;
+	return ret;
+}
+
+u64 hfi1_tid_route_tid_rdma_opfn_encode(struct tid_rdma_params *p)
+{
+	struct hfi1_tid_opfn_params q = {
+		.qp = p->qp,
+		.max_len = p->max_len,
+		.jkey = p->jkey,
+		.max_read = p->max_read,
+		.max_write = p->max_write,
+		.timeout = p->timeout,
+		.urg = p->urg,
+	};
+
+	return hfi1_tid_opfn_encode(&q);
+}
+
+/* Writes exactly the fields the driver's decode writes. */
+void hfi1_tid_route_tid_rdma_opfn_decode(struct tid_rdma_params *p, u64 data)
+{
+	struct hfi1_tid_opfn_params q;
+
+	if (WARN_ON_ONCE(hfi1_tid_opfn_decode(data, &q))) {
+		hfi1_orig_tid_rdma_opfn_decode(p, data);
+		return;
+	}
+	p->max_len = q.max_len;
+	p->jkey = q.jkey;
+	p->max_write = q.max_write;
+	p->max_read = q.max_read;
+	p->qp = q.qp;
+	p->urg = q.urg;
+	p->timeout = q.timeout;
+}
+
 /* Writes Rust's sets back into the driver's bitfield list. */
 static void put_sets(struct tid_rdma_pageset *list,
 		     const struct hfi1_tid_pageset *sets, u32 from, u32 n)

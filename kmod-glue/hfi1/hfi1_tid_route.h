@@ -20,6 +20,9 @@ struct page;
 
 /* The originals, renamed and made global by route.cocci. */
 u32 hfi1_orig_kern_flow_generation_next(u32 gen);
+int hfi1_orig_kern_reserve_flow(struct hfi1_ctxtdata *rcd, int last);
+u64 hfi1_orig_tid_rdma_opfn_encode(struct tid_rdma_params *p);
+void hfi1_orig_tid_rdma_opfn_decode(struct tid_rdma_params *p, u64 data);
 u32 hfi1_orig_tid_rdma_find_phys_blocks_4k(struct tid_rdma_flow *flow,
 					   struct page **pages, u32 npages,
 					   struct tid_rdma_pageset *list);
@@ -31,6 +34,9 @@ u32 hfi1_orig_tid_rdma_find_phys_blocks_8k(struct tid_rdma_flow *flow,
 
 /* The adapters: same signatures, implemented on the Rust engine. */
 u32 hfi1_tid_route_kern_flow_generation_next(u32 gen);
+int hfi1_tid_route_kern_reserve_flow(struct hfi1_ctxtdata *rcd, int last);
+u64 hfi1_tid_route_tid_rdma_opfn_encode(struct tid_rdma_params *p);
+void hfi1_tid_route_tid_rdma_opfn_decode(struct tid_rdma_params *p, u64 data);
 u32 hfi1_tid_route_tid_rdma_find_phys_blocks_4k(struct tid_rdma_flow *flow,
 						struct page **pages, u32 npages,
 						struct tid_rdma_pageset *list);

@@ -27,6 +27,40 @@ identifier gen;
 + 	return hfi1_tid_route_kern_flow_generation_next(gen);
 + }
 
+@ r_opfn_encode @
+typedef u64;
+identifier p;
+@@
+- static u64 tid_rdma_opfn_encode(struct tid_rdma_params *p)
++ u64 hfi1_orig_tid_rdma_opfn_encode(struct tid_rdma_params *p)
+  { ... }
++ static u64 tid_rdma_opfn_encode(struct tid_rdma_params *p)
++ {
++ 	return hfi1_tid_route_tid_rdma_opfn_encode(p);
++ }
+
+@ r_opfn_decode @
+identifier p, data;
+@@
+- static void tid_rdma_opfn_decode(struct tid_rdma_params *p, u64 data)
++ void hfi1_orig_tid_rdma_opfn_decode(struct tid_rdma_params *p, u64 data)
+  { ... }
++ static void tid_rdma_opfn_decode(struct tid_rdma_params *p, u64 data)
++ {
++ 	hfi1_tid_route_tid_rdma_opfn_decode(p, data);
++ }
+
+@ r_reserve_flow @
+identifier rcd, last;
+@@
+- static int kern_reserve_flow(struct hfi1_ctxtdata *rcd, int last)
++ int hfi1_orig_kern_reserve_flow(struct hfi1_ctxtdata *rcd, int last)
+  { ... }
++ static int kern_reserve_flow(struct hfi1_ctxtdata *rcd, int last)
++ {
++ 	return hfi1_tid_route_kern_reserve_flow(rcd, last);
++ }
+
 @ r_find_4k @
 identifier flow, pages, npages, list;
 @@

@@ -37,6 +37,17 @@ struct hfi1_tid_pageset {
 	u32 count;
 };
 
+/* struct tid_rdma_params without the RCU head and the version. */
+struct hfi1_tid_opfn_params {
+	u32 qp;
+	u32 max_len;
+	u16 jkey;
+	u8 max_read;
+	u8 max_write;
+	u8 timeout;
+	u8 urg;
+};
+
 /* --- Implemented in Rust ------------------------------------------------ */
 
 u32 hfi1_tid_abi_version(void);
@@ -50,6 +61,9 @@ int hfi1_tid_find_phys_blocks_8k(const u64 *pages, u32 npages,
 				 struct hfi1_tid_pageset *out, u32 cap);
 int hfi1_tid_flush_pages(struct hfi1_tid_pageset *list, u32 cap, u32 sets,
 			 u32 *idx, u32 pages);
+int hfi1_tid_flow_reserve(u32 *mask, int last);
+u64 hfi1_tid_opfn_encode(const struct hfi1_tid_opfn_params *p);
+int hfi1_tid_opfn_decode(u64 data, struct hfi1_tid_opfn_params *p);
 
 /* Software chip (Rust feature "sim"). */
 void *hfi1_tid_sim_create(u32 expected_base, u32 entries);

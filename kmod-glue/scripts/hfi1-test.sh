@@ -64,7 +64,8 @@ grep -q 'GUEST: insmod ok' "$GUEST_LOG" || guest_err "hfi1.ko did not load"
 grep -q 'GUEST: rmmod ok' "$GUEST_LOG" || guest_err "unload did not succeed"
 guest_check_verdict hfi1_tid_diff
 # Every routed function must have been compared.
-for f in kern_flow_generation_next tid_rdma_find_phys_blocks_4k tid_rdma_find_phys_blocks_8k tid_flush_pages; do
+for f in kern_flow_generation_next kern_reserve_flow tid_rdma_opfn_encode tid_rdma_opfn_decode \
+         tid_rdma_find_phys_blocks_4k tid_rdma_find_phys_blocks_8k tid_flush_pages; do
     grep -Eq "hfi1_tid_diff: $f: [0-9]+ passed" "$GUEST_LOG" || guest_err "no result for $f"
 done
 guest_check_common

@@ -10,7 +10,157 @@ use hfi1_hal::consts::{MAX_PAGESETS, MAX_SEGMENT_PAGES, PAGE_SIZE};
 use tid_alloc::AllocError;
 use tid_alloc::pageset::{self, PageSet, PageSets};
 
+use hfi1_hal::consts::NUM_TID_FLOWS;
+use hfi1_hal::{FlowIndex, Generation};
+use tid_flow::FlowError;
+use tid_flow::flows::HwFlows;
+use tid_read_proto::opfn::TidParams;
+
 use crate::errno::Errno;
+
+impl From<FlowError> for Errno {
+    fn from(e: FlowError) -> Self {
+        match e {
+            FlowError::Again => Errno::AGAIN,
+            FlowError::NoMemory => Errno::NOMEM,
+            FlowError::Busy => Errno::BUSY,
+            FlowError::Alloc(a) => a.into(),
+            FlowError::Invalid | FlowError::NoFlowRecords | FlowError::Wait(_) => Errno::INVAL,
+        }
+    }
+}
+
+/// Reserves a hardware flow in the context's flow bitmap `*mask` (bit i =
+/// flow i taken): flow `last` if it is in `0..32` and free, else the lowest
+/// free one. Returns the flow index, or `-EAGAIN` with `*mask` unchanged
+/// when all 32 are taken (`-EINVAL` for a null `mask`).
+///
+/// Kernel: `kern_reserve_flow()`.
+///
+/// # Safety
+///
+/// `mask` is null or valid for a read and a write.
+///
+/// # Locking
+///
+/// The receive context's `exp_lock` (it guards the bitmap).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfi1_tid_flow_reserve(mask: *mut u32, last: i32) -> i32 {
+    // SAFETY: the caller promises `mask` is null or valid.
+    let Some(mask) = (unsafe { mask.as_mut() }) else {
+        return Errno::INVAL.to_neg();
+    };
+    // The engine keeps the bitmap inside `HwFlows`; rebuild that state from
+    // the driver's word: reserving each taken flow by index in a fresh
+    // bitmap sets exactly its bit.
+    let mut flows = HwFlows::with_generations([Generation::RESERVED; NUM_TID_FLOWS]);
+    for i in 0..NUM_TID_FLOWS as u32 {
+        if *mask & (1 << i) != 0 && flows.reserve(FlowIndex::new(i)).is_err() {
+            return Errno::INVAL.to_neg();
+        }
+    }
+    let last = u32::try_from(last).ok().and_then(FlowIndex::new);
+    match flows.reserve(last) {
+        Ok(f) => {
+            *mask = flows.mask();
+            i32::from(f.get())
+        }
+        Err(e) => Errno::from(e).to_neg(),
+    }
+}
+
+/// The TID RDMA parameters as they cross the boundary
+/// (`struct hfi1_tid_opfn_params`; the driver's `struct tid_rdma_params`
+/// without its RCU head and the version, which OPFN never carries).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OpfnParams {
+    /// KDETH QPN: prefix << 16 | receive context.
+    pub qp: u32,
+    /// Largest segment in bytes.
+    pub max_len: u32,
+    /// J_KEY.
+    pub jkey: u16,
+    /// READ segments in flight.
+    pub max_read: u8,
+    /// WRITE segments in flight.
+    pub max_write: u8,
+    /// ACK timeout exponent.
+    pub timeout: u8,
+    /// Urgent-interrupt capable.
+    pub urg: u8,
+}
+
+impl From<OpfnParams> for TidParams {
+    fn from(p: OpfnParams) -> Self {
+        Self {
+            qp: p.qp,
+            max_len: p.max_len,
+            jkey: p.jkey,
+            max_read: p.max_read,
+            max_write: p.max_write,
+            timeout: p.timeout,
+            urg: p.urg,
+        }
+    }
+}
+
+impl From<TidParams> for OpfnParams {
+    fn from(p: TidParams) -> Self {
+        Self {
+            qp: p.qp,
+            max_len: p.max_len,
+            jkey: p.jkey,
+            max_read: p.max_read,
+            max_write: p.max_write,
+            timeout: p.timeout,
+            urg: p.urg,
+        }
+    }
+}
+
+/// Packs TID RDMA parameters into the OPFN word (0 for a null `p`).
+///
+/// Kernel: `tid_rdma_opfn_encode()`.
+///
+/// # Safety
+///
+/// `p` is null or valid for reading.
+///
+/// # Locking
+///
+/// None: a pure function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfi1_tid_opfn_encode(p: *const OpfnParams) -> u64 {
+    // SAFETY: the caller promises `p` is null or valid.
+    match unsafe { p.as_ref() } {
+        Some(p) => TidParams::from(*p).encode(),
+        None => 0,
+    }
+}
+
+/// Unpacks an OPFN word into `*p`. Returns 0, or `-EINVAL` for a null `p`.
+///
+/// Kernel: `tid_rdma_opfn_decode()`.
+///
+/// # Safety
+///
+/// `p` is null or valid for writing.
+///
+/// # Locking
+///
+/// None: a pure function.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfi1_tid_opfn_decode(data: u64, p: *mut OpfnParams) -> i32 {
+    // SAFETY: the caller promises `p` is null or valid.
+    match unsafe { p.as_mut() } {
+        Some(p) => {
+            *p = TidParams::decode(data).into();
+            0
+        }
+        None => Errno::INVAL.to_neg(),
+    }
+}
 
 /// One page set as it crosses the boundary (`struct hfi1_tid_pageset`):
 /// the index of its first page in the segment and its page count
@@ -217,6 +367,49 @@ unsafe fn flush(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reserve_on_a_c_bitmap() {
+        let mut m = 0u32;
+        // SAFETY: valid pointer.
+        unsafe {
+            assert_eq!(hfi1_tid_flow_reserve(&mut m, 5), 5);
+            assert_eq!(hfi1_tid_flow_reserve(&mut m, 5), 0);
+            assert_eq!(hfi1_tid_flow_reserve(&mut m, -1), 1);
+            assert_eq!(hfi1_tid_flow_reserve(&mut m, 32), 2);
+            assert_eq!(m, 0b100111);
+            let mut full = u32::MAX;
+            assert_eq!(hfi1_tid_flow_reserve(&mut full, 3), -11);
+            assert_eq!(full, u32::MAX);
+            assert_eq!(hfi1_tid_flow_reserve(core::ptr::null_mut(), 3), -22);
+        }
+    }
+
+    #[test]
+    fn opfn_round_trip() {
+        let p = OpfnParams {
+            qp: 0x80_0003,
+            max_len: 256 * 1024,
+            jkey: 32,
+            max_read: 6,
+            max_write: 4,
+            timeout: 14,
+            urg: 1,
+        };
+        // SAFETY: valid pointers.
+        let w = unsafe { hfi1_tid_opfn_encode(&p) };
+        assert_eq!(w >> 56, 3);
+        assert_eq!((w >> 48) & 0xFF, 0x80);
+        let mut q = OpfnParams::default();
+        // SAFETY: valid pointers.
+        assert_eq!(unsafe { hfi1_tid_opfn_decode(w, &mut q) }, 0);
+        assert_eq!(q, p);
+        // SAFETY: null is allowed.
+        unsafe {
+            assert_eq!(hfi1_tid_opfn_encode(core::ptr::null()), 0);
+            assert_eq!(hfi1_tid_opfn_decode(w, core::ptr::null_mut()), -22);
+        }
+    }
 
     fn run4k(pages: &[u64]) -> Vec<PageSetC> {
         let mut out = [PageSetC::default(); 64];

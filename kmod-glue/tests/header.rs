@@ -51,6 +51,7 @@ fn strip_comments(src: &str, c_style: bool) -> String {
 const STRUCTS: &[(&str, &str)] = &[
     ("ChipOps", "hfi1_tid_chip_ops"),
     ("PageSetC", "hfi1_tid_pageset"),
+    ("OpfnParams", "hfi1_tid_opfn_params"),
 ];
 
 /// Rust type (as written in this crate's ABI) to C type.
