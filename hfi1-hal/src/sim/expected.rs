@@ -11,7 +11,9 @@
 //!    [`RcvError::FlowGen`] and nothing is placed.
 //! 3. TID check: KDETH TID names an RcvArray *pair* (`expected_base +
 //!    2 * TID`); TIDCTRL 1 selects the even entry, 2 the odd one, 3 both
-//!    (the odd entry's buffer follows the even one's). The span must be
+//!    (the odd entry's buffer follows the even one's, and a packet may
+//!    cross from one into the other: the 8 KiB MTU layout pairs two
+//!    scattered 4 KiB pages for one 8 KiB packet). The span must be
 //!    programmed EXPECTED and `OFFSET × (OM ? 64 : 4) + payload` must fit in
 //!    it; otherwise the packet is delivered with [`RcvError::Tid`] and
 //!    nothing is placed.
@@ -125,11 +127,17 @@ impl SimContext {
             return outcome(true, false, Some(RcvError::FlowGen));
         }
 
-        let Some(addr) = self.placement_address(pkt.kdeth0, pkt.payload.len()) else {
+        let Some((addr, first, rest)) = self.placement_address(pkt.kdeth0, pkt.payload.len())
+        else {
             self.expected_stats_mut().tid_errors += 1;
             return outcome(true, false, Some(RcvError::Tid));
         };
-        if mem.write(addr, pkt.payload).is_err() {
+        let (head, tail) = pkt.payload.split_at(first.min(pkt.payload.len()));
+        let written = mem.write(addr, head).and_then(|()| match rest {
+            Some(b) if !tail.is_empty() => mem.write(b, tail),
+            _ => Ok(()),
+        });
+        if written.is_err() {
             self.count_fault();
             self.expected_stats_mut().tid_errors += 1;
             return outcome(true, false, Some(RcvError::Tid));
@@ -152,9 +160,12 @@ impl SimContext {
         outcome(!suppressed, true, None)
     }
 
-    /// The bus address for a packet's payload, or `None` if the TID,
-    /// TIDCTRL and offset do not name a programmed span that holds it.
-    fn placement_address(&self, k: Kdeth0, len: usize) -> Option<u64> {
+    /// Where a packet's payload goes: the bus address of its first byte,
+    /// how many bytes go there, and for a packet that crosses from the
+    /// even into the odd buffer of a pair, the odd buffer's address for
+    /// the rest. `None` if the TID, TIDCTRL and offset do not name a
+    /// programmed span that holds the packet.
+    fn placement_address(&self, k: Kdeth0, len: usize) -> Option<(u64, usize, Option<u64>)> {
         let even = self.expected_base().checked_add(k.tid().checked_mul(2)?)?;
         let (first, second) = match k.tidctrl() {
             1 => (even, None),
@@ -169,15 +180,20 @@ impl SimContext {
         let off = u64::from(k.byte_offset());
         let end = off.checked_add(len as u64)?;
         if end <= a.bytes() {
-            return a.pa.checked_add(off);
+            return Some((a.pa.checked_add(off)?, len, None));
         }
-        // A packet never spans the two buffers of a pair: the responder
-        // sizes packets so each stays inside one buffer.
+        // A pair (TIDCTRL 3) is one span: the even buffer, then the odd
+        // one. With an 8 KiB MTU two scattered 4 KiB pages form a pair and
+        // one packet fills both.
         let b = *self.entry(second?)?;
-        if b.ty != RcvType::Expected || off < a.bytes() || end > a.bytes().checked_add(b.bytes())? {
+        if b.ty != RcvType::Expected || end > a.bytes().checked_add(b.bytes())? {
             return None;
         }
-        b.pa.checked_add(off - a.bytes())
+        if off >= a.bytes() {
+            return Some((b.pa.checked_add(off - a.bytes())?, len, None));
+        }
+        let in_a = usize::try_from(a.bytes() - off).ok()?;
+        Some((a.pa.checked_add(off)?, in_a, Some(b.pa)))
     }
 }
 
@@ -283,13 +299,28 @@ mod tests {
                 .error,
             Some(RcvError::Tid)
         );
-        // Crossing from the even into the odd buffer within one packet.
+        // Running past the end of the pair.
         assert_eq!(
-            c.receive_expected(&mut m, pkt(&[1; 4096], g, 0, 127, 3, false))
+            c.receive_expected(&mut m, pkt(&[1; 4096], g, 0, 129, 3, false))
                 .error,
             Some(RcvError::Tid)
         );
         assert_eq!(c.expected_stats().tid_errors, 3);
         assert_eq!(c.read_flow(FlowIndex::new(5).unwrap()).next_psn().seq(), 0);
+    }
+
+    #[test]
+    fn a_pair_packet_crosses_into_the_odd_buffer() {
+        let (mut c, mut m, _f, g) = setup();
+        let data: Vec<u8> = (0..4096u32).map(|i| i as u8).collect();
+        let o = c.receive_expected(&mut m, pkt(&data, g, 0, 127, 3, true));
+        assert_eq!(o.error, None);
+        assert!(o.placed);
+        let mut even_tail = [0u8; 64];
+        m.read(101 * 4096 + 4032, &mut even_tail).unwrap();
+        assert_eq!(&even_tail[..], &data[..64]);
+        let mut odd_head = vec![0u8; 4032];
+        m.read(300 * 4096, &mut odd_head).unwrap();
+        assert_eq!(&odd_head[..], &data[64..]);
     }
 }
