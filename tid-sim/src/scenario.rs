@@ -134,9 +134,24 @@ pub fn pattern_word(addr8: u64) -> u64 {
 
 /// Fills `out` with the source pattern starting at `addr`.
 pub fn fill_pattern(addr: u64, out: &mut [u8]) {
-    for (i, b) in out.iter_mut().enumerate() {
-        let a = addr.wrapping_add(i as u64);
+    let mut a = addr;
+    let mut rest = out;
+    // Unaligned head, byte by byte; then whole words.
+    while a & 7 != 0 {
+        let Some((b, tail)) = rest.split_first_mut() else {
+            return;
+        };
         *b = pattern_word(a >> 3).to_le_bytes()[(a & 7) as usize];
+        rest = tail;
+        a += 1;
+    }
+    let mut chunks = rest.chunks_exact_mut(8);
+    for c in &mut chunks {
+        c.copy_from_slice(&pattern_word(a >> 3).to_le_bytes());
+        a += 8;
+    }
+    for (i, b) in chunks.into_remainder().iter_mut().enumerate() {
+        *b = pattern_word(a >> 3).to_le_bytes()[i];
     }
 }
 
@@ -893,7 +908,11 @@ fn verify(mem: &mut SimMemory, p: &Posted, rep: &mut Report) {
             if mem.read(addr, &mut got).is_err() {
                 rep.mismatched_bytes += u64::from(PAGE_SIZE);
             } else {
-                let bad = got.iter().zip(&want).filter(|(a, b)| a != b).count() as u64;
+                let bad = if got == want {
+                    0
+                } else {
+                    got.iter().zip(&want).filter(|(a, b)| a != b).count() as u64
+                };
                 rep.mismatched_bytes += bad;
                 rep.verified_bytes += u64::from(PAGE_SIZE) - bad;
             }
