@@ -13,7 +13,9 @@
 //! two by two so that an 8 KiB packet never straddles two buffers.
 
 use arrayvec::ArrayVec;
-use hfi1_hal::consts::{MAX_EXPECTED_PAGES, MAX_PAGESETS, MAX_SEGMENT_PAGES, PAGE_SIZE};
+use hfi1_hal::consts::{
+    MAX_EXPECTED_PAGES, MAX_PAGESETS, MAX_SEGMENT_PAGES, PAGE_SHIFT, PAGE_SIZE,
+};
 
 use crate::AllocError;
 
@@ -110,31 +112,49 @@ fn check_pages(pages: &[u64]) -> Result<(), AllocError> {
     Ok(())
 }
 
-/// Validates the page list (fast path: one branch-free pass; the exact
-/// error is looked up only when something is wrong) and returns its break
-/// mask: bit `i` (`1 <= i < len`) is set when page `i` does not follow page
-/// `i - 1`. Bit 0 is never set.
+/// Remembers whether an invalid page (address 0, or low bits set) was
+/// seen, so the walks can validate without branching and look up the
+/// exact error only when something is wrong.
 ///
-/// Because no address is 0, `prev + 4096` wrapping to 0 at the top of the
-/// address space can never match: the top page never continues a run (the
-/// C would compare with its NULL sentinel there).
+/// The walks only look at the first page of each contiguous run: every
+/// other page of a run is its predecessor + 4096, so it is aligned when the
+/// first one is, and it is 0 only if the run wraps past the top of the
+/// address space, which [`Bad::run`] also catches.
+#[derive(Clone, Copy, Default)]
+struct Bad(bool);
+
+impl Bad {
+    /// Notes a run of `len` (>= 1) contiguous pages starting at `first`.
+    #[inline(always)]
+    fn run(&mut self, first: u64, len: usize) {
+        let span = ((len as u64).wrapping_sub(1)) << PAGE_SHIFT;
+        self.0 |=
+            (first & PAGE_OFFSET_MASK != 0) | (first == 0) | first.checked_add(span).is_none();
+    }
+
+    /// `Ok` if no bad page was seen, else the exact error.
+    #[inline(always)]
+    fn verdict(self, pages: &[u64]) -> Result<(), AllocError> {
+        if !self.0 {
+            Ok(())
+        } else {
+            check_pages(pages)?;
+            // Unreachable: a run flagged here holds a page check_pages
+            // rejects.
+            Err(AllocError::PageRange)
+        }
+    }
+}
+
+/// True when `next` is the page right after `prev`.
+///
+/// Wrapping is fine here: the only way `prev + 4096` wraps is to 0, and a
+/// page at address 0 is rejected anyway, so the top page of the address
+/// space never continues a run (the C would compare with its NULL
+/// sentinel there).
 #[inline(always)]
-fn validate_and_breaks(pages: &[u64]) -> Result<u64, AllocError> {
-    if pages.len() > MAX_SEGMENT_PAGES {
-        return Err(AllocError::TooManyPages(pages.len()));
-    }
-    let bad = pages.iter().fold(0u64, |acc, &a| {
-        acc | (a & PAGE_OFFSET_MASK) | u64::from(a == 0)
-    });
-    if bad != 0 {
-        check_pages(pages)?;
-    }
-    let mut mask = 0u64;
-    for (i, (&prev, &next)) in pages.iter().zip(pages.iter().skip(1)).enumerate() {
-        // i + 1 < 64: the list holds at most 64 pages.
-        mask |= u64::from(prev.wrapping_add(PAGE_BYTES) != next) << ((i + 1) & 63);
-    }
-    Ok(mask)
+fn follows(prev: u64, next: u64) -> bool {
+    prev.wrapping_add(PAGE_BYTES) == next
 }
 
 /// Pushes one set, mapping a full list to an error.
@@ -180,6 +200,50 @@ fn split_run(
         count = count.wrapping_sub(chunk);
     }
     Ok(idx)
+}
+
+/// Emits a contiguous run of `count` (>= 1) pages starting at page `idx`,
+/// address `first`, as power-of-two chunks, without a filler. The chunks'
+/// addresses follow from `first` because the run is contiguous.
+#[inline(always)]
+fn emit_run(
+    sets: &mut PageSets,
+    mut idx: usize,
+    mut count: usize,
+    first: u64,
+) -> Result<(), AllocError> {
+    let mut addr = first;
+    if count == 1 {
+        // The common case of scattered pages.
+        return push(
+            sets,
+            PageSet {
+                idx: idx as u8,
+                count: 1,
+                addr,
+                dma: 0,
+            },
+        );
+    }
+    loop {
+        let chunk = chunk_of(count);
+        push(
+            sets,
+            PageSet {
+                // idx < 64 (at most 64 pages) and chunk <= 512.
+                idx: idx as u8,
+                count: chunk as u16,
+                addr,
+                dma: 0,
+            },
+        )?;
+        count = count.wrapping_sub(chunk);
+        if count == 0 {
+            return Ok(());
+        }
+        idx = idx.wrapping_add(chunk);
+        addr = addr.wrapping_add((chunk as u64) << PAGE_SHIFT);
+    }
 }
 
 /// Appends a filler if the list holds an odd number of sets.
@@ -262,18 +326,33 @@ pub fn find_phys_blocks_4k_into(pages: &[u64], sets: &mut PageSets) -> Result<()
 }
 
 fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
-    let mut breaks = validate_and_breaks(pages)?;
-    if pages.is_empty() {
+    if pages.len() > MAX_SEGMENT_PAGES {
+        return Err(AllocError::TooManyPages(pages.len()));
+    }
+    let Some((&first, rest)) = pages.split_first() else {
         return Ok(());
-    }
+    };
+    let mut bad = Bad::default();
     let mut start = 0usize;
-    while breaks != 0 {
-        let i = breaks.trailing_zeros() as usize;
-        split_run(sets, pages, start, i.wrapping_sub(start))?;
-        start = i;
-        breaks &= breaks.wrapping_sub(1);
+    let mut run_first = first;
+    let mut prev = first;
+    for (k, &addr) in rest.iter().enumerate() {
+        if !follows(prev, addr) {
+            // Page k + 1 starts a new run: emit the run that ends here.
+            let i = k.wrapping_add(1);
+            let len = i.wrapping_sub(start);
+            bad.run(run_first, len);
+            emit_run(sets, start, len, run_first)?;
+            start = i;
+            run_first = addr;
+        }
+        prev = addr;
     }
-    split_run(sets, pages, start, pages.len().wrapping_sub(start))?;
+    let len = pages.len().wrapping_sub(start);
+    bad.run(run_first, len);
+    // Sets emitted from bad pages are dropped by the caller on error.
+    bad.verdict(pages)?;
+    emit_run(sets, start, len, run_first)?;
     pad_even(sets)
 }
 
@@ -327,59 +406,88 @@ pub fn find_phys_blocks_8k_into(pages: &[u64], sets: &mut PageSets) -> Result<()
 }
 
 fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
-    let breaks = validate_and_breaks(pages)?;
     let n = pages.len();
+    if n > MAX_SEGMENT_PAGES {
+        return Err(AllocError::TooManyPages(n));
+    }
+    let mut bad = Bad::default();
     // Index of the first page not yet emitted, pages accumulated since
-    // then, and whether the previous pair was contiguous (the driver keeps
-    // its second page as `vm1`).
+    // then, and the second page of the previous pair if that pair was
+    // contiguous (the driver's `vm1`; `prev_pair` false = NULL).
     let mut idx = 0usize;
     let mut pending = 0usize;
     let mut prev_pair = false;
-    let mut k = 0usize;
-    while k < n {
-        let second = k.wrapping_add(1);
-        let has_second = second < n;
-        let pair = has_second && breaks & (1u64 << (second & 63)) == 0;
-        if !pair {
-            // Everything before page k is emitted after this flush.
-            flush_pages(sets, pages, idx, pending)?;
-            let v0 = *pages.get(k).ok_or(AllocError::PageRange)?;
-            push(
-                sets,
-                PageSet {
-                    idx: k as u8,
-                    count: 1,
-                    addr: v0,
-                    dma: 0,
-                },
-            )?;
-            match pages.get(second) {
-                Some(&v1) => push(
-                    sets,
-                    PageSet {
-                        idx: second as u8,
-                        count: 1,
-                        addr: v1,
-                        dma: 0,
-                    },
-                )?,
-                None => push(sets, PageSet::FILLER)?,
-            }
-            idx = k.wrapping_add(2).min(n);
-            prev_pair = false;
-            pending = 0;
-        } else {
-            if prev_pair && breaks & (1u64 << (k & 63)) != 0 {
-                idx = flush_pages(sets, pages, idx, pending)?;
+    let mut prev_second = 0u64;
+    let mut pairs = pages.chunks_exact(2);
+    for (p, pair) in pairs.by_ref().enumerate() {
+        let &[v0, v1] = pair else {
+            break;
+        };
+        if follows(v0, v1) {
+            if prev_pair && !follows(prev_second, v0) {
+                idx = flush_run(sets, pages, idx, pending, &mut bad)?;
                 pending = 0;
             }
             pending = pending.wrapping_add(2);
             prev_pair = true;
+            prev_second = v1;
+            continue;
         }
-        k = k.wrapping_add(2);
+        // Everything before page k is emitted after this flush.
+        let k = p.wrapping_mul(2);
+        flush_run(sets, pages, idx, pending, &mut bad)?;
+        bad.run(v0, 1);
+        bad.run(v1, 1);
+        push(sets, single(k, v0))?;
+        push(sets, single(k.wrapping_add(1), v1))?;
+        idx = k.wrapping_add(2);
+        prev_pair = false;
+        pending = 0;
     }
-    flush_pages(sets, pages, idx, n.wrapping_sub(idx))?;
-    Ok(())
+    if let &[v0] = pairs.remainder() {
+        // An odd page count ends with its last page and a filler.
+        let k = n.wrapping_sub(1);
+        flush_run(sets, pages, idx, pending, &mut bad)?;
+        bad.run(v0, 1);
+        push(sets, single(k, v0))?;
+        push(sets, PageSet::FILLER)?;
+        idx = n;
+    }
+    flush_run(sets, pages, idx, n.wrapping_sub(idx), &mut bad)?;
+    bad.verdict(pages)
+}
+
+/// A one-page set for page `k` at `addr`.
+#[inline(always)]
+const fn single(k: usize, addr: u64) -> PageSet {
+    PageSet {
+        // k < 64: the list holds at most 64 pages.
+        idx: k as u8,
+        count: 1,
+        addr,
+        dma: 0,
+    }
+}
+
+/// [`flush_pages`] for the 8 KiB walk, whose accumulated pages always form
+/// one contiguous run: notes the run for validation first.
+#[inline(always)]
+fn flush_run(
+    sets: &mut PageSets,
+    pages: &[u64],
+    idx: usize,
+    count: usize,
+    bad: &mut Bad,
+) -> Result<usize, AllocError> {
+    if count == 0 {
+        // Nothing to emit, and the walk keeps the set count even between
+        // flushes, so no filler either.
+        return Ok(idx);
+    }
+    if let Some(&first) = pages.get(idx) {
+        bad.run(first, count);
+    }
+    flush_pages(sets, pages, idx, count)
 }
 
 /// Page sets for a segment, with the variant the driver picks from the
