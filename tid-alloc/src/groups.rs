@@ -832,46 +832,71 @@ impl TidGroups {
             // multiple of 8 from the expected base, so the pair index is
             // `rel_base / 2 + p`.
             let pair_base = rel_base >> 1;
-            for p in 0..(GROUP_SIZE / 2) {
-                let i = 2 * p;
-                let even = abs_base.wrapping_add(u32::from(i));
-                let odd = even.wrapping_add(1);
-                let (ctrl, pages) = match (taken >> i) & 3 {
-                    0 => {
-                        rcv.wc_fill(even);
-                        rcv.wc_fill(odd);
+            // Fast path, the common case: a whole free group takes eight
+            // sets as four pairs.
+            let whole = if taken == TID_GROUP_FULL_MAP {
+                next_set.as_slice().split_first_chunk::<TID_GROUP_SIZE>()
+            } else {
+                None
+            };
+            if let Some((chunk, rest)) = whole {
+                for (p, pair) in (0u32..).zip(chunk.chunks_exact(2)) {
+                    let &[a, b] = pair else {
                         continue;
-                    }
-                    1 => {
-                        let a = next_set.next().copied().unwrap_or(PageSet::FILLER);
-                        put_set(rcv, even, &a);
-                        rcv.wc_fill(odd);
-                        (1u32, u32::from(a.count))
-                    }
-                    2 => {
-                        rcv.wc_fill(even);
-                        let b = next_set.next().copied().unwrap_or(PageSet::FILLER);
-                        put_set(rcv, odd, &b);
-                        (if b.is_filler() { 1 } else { 2 }, u32::from(b.count))
-                    }
-                    _ => {
-                        let a = next_set.next().copied().unwrap_or(PageSet::FILLER);
-                        put_set(rcv, even, &a);
-                        let b = next_set.next().copied().unwrap_or(PageSet::FILLER);
-                        put_set(rcv, odd, &b);
-                        (
-                            if b.is_filler() { 1 } else { 3 },
-                            u32::from(a.count).wrapping_add(u32::from(b.count)),
-                        )
-                    }
-                };
-                let idx = pair_base.wrapping_add(u32::from(p));
-                // Fits: idx < 1024 (256 groups) and pages <= 1024 (two sets
-                // of at most 512), both checked above.
-                let entry = TidEntry::from_raw(idx << 22 | ctrl << 20 | (pages & 0x7FF));
-                // Cannot fail: at most one TID entry per page set.
-                let _ = out.tid_entries.try_push(entry);
-                npkts = npkts.wrapping_add(pages.wrapping_add(pmtu_pages - 1) >> pkt_shift);
+                    };
+                    let even = abs_base.wrapping_add(2 * p);
+                    put_set(rcv, even, &a);
+                    put_set(rcv, even.wrapping_add(1), &b);
+                    let ctrl: u32 = if b.is_filler() { 1 } else { 3 };
+                    let pages = u32::from(a.count).wrapping_add(u32::from(b.count));
+                    let idx = pair_base.wrapping_add(p);
+                    let entry = TidEntry::from_raw(idx << 22 | ctrl << 20 | (pages & 0x7FF));
+                    let _ = out.tid_entries.try_push(entry);
+                    npkts = npkts.wrapping_add(pages.wrapping_add(pmtu_pages - 1) >> pkt_shift);
+                }
+                next_set = rest.iter();
+            } else {
+                for p in 0..(GROUP_SIZE / 2) {
+                    let i = 2 * p;
+                    let even = abs_base.wrapping_add(u32::from(i));
+                    let odd = even.wrapping_add(1);
+                    let (ctrl, pages) = match (taken >> i) & 3 {
+                        0 => {
+                            rcv.wc_fill(even);
+                            rcv.wc_fill(odd);
+                            continue;
+                        }
+                        1 => {
+                            let a = next_set.next().copied().unwrap_or(PageSet::FILLER);
+                            put_set(rcv, even, &a);
+                            rcv.wc_fill(odd);
+                            (1u32, u32::from(a.count))
+                        }
+                        2 => {
+                            rcv.wc_fill(even);
+                            let b = next_set.next().copied().unwrap_or(PageSet::FILLER);
+                            put_set(rcv, odd, &b);
+                            (if b.is_filler() { 1 } else { 2 }, u32::from(b.count))
+                        }
+                        _ => {
+                            let a = next_set.next().copied().unwrap_or(PageSet::FILLER);
+                            put_set(rcv, even, &a);
+                            let b = next_set.next().copied().unwrap_or(PageSet::FILLER);
+                            put_set(rcv, odd, &b);
+                            (
+                                if b.is_filler() { 1 } else { 3 },
+                                u32::from(a.count).wrapping_add(u32::from(b.count)),
+                            )
+                        }
+                    };
+                    let idx = pair_base.wrapping_add(u32::from(p));
+                    // Fits: idx < 1024 (256 groups) and pages <= 1024 (two sets
+                    // of at most 512), both checked above.
+                    let entry = TidEntry::from_raw(idx << 22 | ctrl << 20 | (pages & 0x7FF));
+                    // Cannot fail: at most one TID entry per page set.
+                    let _ = out.tid_entries.try_push(entry);
+                    npkts = npkts.wrapping_add(pages.wrapping_add(pmtu_pages - 1) >> pkt_shift);
+                }
             }
             // The driver moves the group entry by entry (free->used at the
             // first, used->full at the eighth), always to the tail; the net

@@ -297,7 +297,7 @@ proptest! {
             }
         }
         sim.take_log();
-        let before = snapshot(&g);
+        let mut before = snapshot(&g);
         let in_use = g.entries_in_use();
 
         // A foreign allocation (same geometry, other instance) and an
@@ -329,6 +329,16 @@ proptest! {
                         g.unprogram(&mut sim, &a).unwrap();
                         prop_assert_eq!(g.unprogram(&mut sim, &a), Err(AllocError::Stale));
                         sim.take_log();
+                        // The cycle restores every group's counts; the
+                        // freed groups moved to the tail of their lists.
+                        let by_base = |l: &Vec<Vec<GroupView>>| {
+                            let mut v: Vec<_> = l.iter().flatten().copied().collect();
+                            v.sort_by_key(|g| g.base);
+                            v
+                        };
+                        let now = snapshot(&g);
+                        prop_assert_eq!(by_base(&now), by_base(&before));
+                        before = now;
                     }
                     Err(AllocError::BadPmtu(_) | AllocError::BadPageSet { .. }) => {}
                     Err(e) => prop_assert!(false, "unexpected program error {e}"),
