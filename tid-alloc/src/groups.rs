@@ -146,6 +146,7 @@ impl TidNode {
     }
 
     /// Builds a node, working out which entries it takes.
+    #[inline]
     const fn new(group: u16, map: u8, cnt: u8) -> Self {
         if map == 0 {
             // A whole free group: the `cnt` lowest entries.

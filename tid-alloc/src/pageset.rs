@@ -120,22 +120,44 @@ fn check_pages(pages: &[u64]) -> Result<(), AllocError> {
 /// other page of a run is its predecessor + 4096, so it is aligned when the
 /// first one is, and it is 0 only if the run wraps past the top of the
 /// address space, which [`Bad::run`] also catches.
-#[derive(Clone, Copy, Default)]
-struct Bad(bool);
+#[derive(Clone, Copy)]
+struct Bad {
+    /// OR of every run's first address: low bits set = unaligned page.
+    bits: u64,
+    /// Lowest first address: 0 = a page at address 0.
+    min: u64,
+    /// A run that wraps past the top of the address space.
+    wraps: bool,
+}
 
 impl Bad {
+    const fn new() -> Self {
+        Self {
+            bits: 0,
+            min: u64::MAX,
+            wraps: false,
+        }
+    }
+
+    /// Notes one page.
+    #[inline(always)]
+    fn page(&mut self, addr: u64) {
+        self.bits |= addr;
+        self.min = self.min.min(addr);
+    }
+
     /// Notes a run of `len` (>= 1) contiguous pages starting at `first`.
     #[inline(always)]
     fn run(&mut self, first: u64, len: usize) {
+        self.page(first);
         let span = ((len as u64).wrapping_sub(1)) << PAGE_SHIFT;
-        self.0 |=
-            (first & PAGE_OFFSET_MASK != 0) | (first == 0) | first.checked_add(span).is_none();
+        self.wraps |= first.checked_add(span).is_none();
     }
 
     /// `Ok` if no bad page was seen, else the exact error.
     #[inline(always)]
     fn verdict(self, pages: &[u64]) -> Result<(), AllocError> {
-        if !self.0 {
+        if self.bits & PAGE_OFFSET_MASK == 0 && self.min != 0 && !self.wraps {
             Ok(())
         } else {
             check_pages(pages)?;
@@ -332,7 +354,7 @@ fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
     let Some((&first, rest)) = pages.split_first() else {
         return Ok(());
     };
-    let mut bad = Bad::default();
+    let mut bad = Bad::new();
     let mut start = 0usize;
     let mut run_first = first;
     let mut prev = first;
@@ -341,8 +363,14 @@ fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
             // Page k + 1 starts a new run: emit the run that ends here.
             let i = k.wrapping_add(1);
             let len = i.wrapping_sub(start);
-            bad.run(run_first, len);
-            emit_run(sets, start, len, run_first)?;
+            if len == 1 {
+                // The common case of scattered pages.
+                bad.page(run_first);
+                push(sets, single(start, run_first))?;
+            } else {
+                bad.run(run_first, len);
+                emit_run(sets, start, len, run_first)?;
+            }
             start = i;
             run_first = addr;
         }
@@ -410,7 +438,7 @@ fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
     if n > MAX_SEGMENT_PAGES {
         return Err(AllocError::TooManyPages(n));
     }
-    let mut bad = Bad::default();
+    let mut bad = Bad::new();
     // Index of the first page not yet emitted, pages accumulated since
     // then, and the second page of the previous pair if that pair was
     // contiguous (the driver's `vm1`; `prev_pair` false = NULL).
@@ -436,8 +464,8 @@ fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
         // Everything before page k is emitted after this flush.
         let k = p.wrapping_mul(2);
         flush_run(sets, pages, idx, pending, &mut bad)?;
-        bad.run(v0, 1);
-        bad.run(v1, 1);
+        bad.page(v0);
+        bad.page(v1);
         push(sets, single(k, v0))?;
         push(sets, single(k.wrapping_add(1), v1))?;
         idx = k.wrapping_add(2);
@@ -448,7 +476,7 @@ fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
         // An odd page count ends with its last page and a filler.
         let k = n.wrapping_sub(1);
         flush_run(sets, pages, idx, pending, &mut bad)?;
-        bad.run(v0, 1);
+        bad.page(v0);
         push(sets, single(k, v0))?;
         push(sets, PageSet::FILLER)?;
         idx = n;
