@@ -975,12 +975,18 @@ impl TidGroups {
             };
             let taken = node.taken();
             let abs_base = group_base(self.expected_base, g);
-            for i in 0..GROUP_SIZE {
-                let rcventry = abs_base.wrapping_add(u32::from(i));
-                if taken & (1 << i) == 0 {
-                    rcv.wc_fill(rcventry);
-                } else {
-                    rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
+            if taken == TID_GROUP_FULL_MAP {
+                for i in 0..TID_GROUP_SIZE as u32 {
+                    rcv.put_tid(abs_base.wrapping_add(i), RcvType::Invalid, 0, 0);
+                }
+            } else {
+                for i in 0..GROUP_SIZE {
+                    let rcventry = abs_base.wrapping_add(u32::from(i));
+                    if taken & (1 << i) == 0 {
+                        rcv.wc_fill(rcventry);
+                    } else {
+                        rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
+                    }
                 }
             }
             // Net effect of the driver's entry-by-entry moves (full->used as
