@@ -38,7 +38,9 @@
 
 use alloc::vec::Vec;
 use arrayvec::ArrayVec;
-use hfi1_hal::consts::{MAX_PAGESETS, MAX_READ_SEGS_PER_REQ, MAX_TID_FLOW_PSN, PAGE_SIZE};
+use hfi1_hal::consts::{
+    MAX_FLOWS, MAX_PAGESETS, MAX_READ_SEGS_PER_REQ, MAX_TID_FLOW_PSN, PAGE_SIZE,
+};
 use hfi1_hal::lock_order::{LockToken, Unlocked};
 use hfi1_hal::services::{AllocContext, Scheduler};
 use hfi1_hal::{Psn, TidEntry};
@@ -80,6 +82,9 @@ struct Wqe<P: FlowPlatform> {
     cur_seg: u32,
     comp_seg: u32,
     started: bool,
+    /// Per ring slot: which packets of the segment the chip has placed
+    /// (bit i = the segment's packet i).
+    placed: [u64; MAX_FLOWS],
 }
 
 impl<P: FlowPlatform> Wqe<P> {
@@ -120,6 +125,22 @@ pub struct ReqStats {
     pub naks: u64,
     /// Setups refused for memory (DMA mapping, flow records).
     pub no_memory: u64,
+    /// READ_REQs sent again after a restart.
+    pub retransmits: u64,
+    /// Restarts (in-flight segments re-armed in a new generation and
+    /// requested again).
+    pub restarts: u64,
+    /// Retry-timer expiries that found segments outstanding.
+    pub timeouts: u64,
+    /// READ_RESPs of a stale generation (dropped by the chip's check).
+    pub stale_dropped: u64,
+    /// READ_RESPs with a TID error (dropped).
+    pub tid_dropped: u64,
+    /// READ_RESPs with a flow sequence error (placed by the chip, counted
+    /// by software).
+    pub seq_errors: u64,
+    /// READ_RESPs whose IB PSN and flow PSN named no segment in flight.
+    pub psn_dropped: u64,
 }
 
 /// The requester side of a QP.
@@ -142,6 +163,7 @@ pub struct Requester<P: FlowPlatform> {
     tid_r_reqs: u64,
     tid_r_comp: u64,
     sync_pending: bool,
+    restart_pending: bool,
     completions: ArrayVec<Completion, SQ_SIZE>,
     /// What happened so far.
     pub stats: ReqStats,
@@ -162,6 +184,7 @@ impl<P: FlowPlatform> Requester<P> {
             tid_r_reqs: 0,
             tid_r_comp: 0,
             sync_pending: false,
+            restart_pending: false,
             completions: ArrayVec::new(),
             stats: ReqStats::default(),
         }
@@ -285,6 +308,7 @@ where
             cur_seg: 0,
             comp_seg: 0,
             started: false,
+            placed: [0; MAX_FLOWS],
         });
     }
     req.tail = req.tail.wrapping_add(1);
@@ -352,6 +376,9 @@ where
     let TidQp {
         flow, conn, req, ..
     } = ext;
+    if req.restart_pending && !restart_flows(rcd, qp, locked!(flags, flow, token), req)? {
+        return Ok(());
+    }
     loop {
         if req.cur == req.tail {
             break;
@@ -367,7 +394,8 @@ where
         if req.num_rd_atomic >= conn.max_rd_atomic.min(crate::rc::MAX_RD_ATOMIC) {
             break;
         }
-        if wqe.tid.flow_idx == wqe.tid.setup_head {
+        let fresh = wqe.tid.flow_idx == wqe.tid.setup_head;
+        if fresh {
             // A new segment. SYNC check first.
             let worst = wqe.seg_bytes(wqe.cur_seg).div_ceil(PAGE_SIZE);
             if flow.index.is_some() && flow.psn.wrapping_add(worst) > MAX_TID_FLOW_PSN - 1 {
@@ -423,6 +451,9 @@ where
                 return Err(EngineError::Flow(FlowError::NoFlowRecords));
             };
             let npkts = rec.npkts.max(1);
+            if let Some(b) = wqe.placed.get_mut(usize::from(head)) {
+                *b = 0;
+            }
             rec.psns.ib_spsn = req.s_next_psn;
             rec.psns.ib_lpsn = req.s_next_psn.add(npkts - 1);
             req.s_next_psn = req.s_next_psn.add(npkts);
@@ -464,7 +495,11 @@ where
         let n = packet::build_read_req(sink.buffer(), conn.path, &built)?;
         sink.send(n);
         req.stats.read_reqs += 1;
-        req.stats.segments += 1;
+        if fresh {
+            req.stats.segments += 1;
+        } else {
+            req.stats.retransmits += 1;
+        }
         wqe.tid.flow_idx = tid_flow::ring_next(idx);
         wqe.cur_seg += 1;
         req.pending_segs += 1;
@@ -474,6 +509,85 @@ where
         }
     }
     Ok(())
+}
+
+/// Re-arms every segment in flight in a fresh generation and rewinds the
+/// send queue so their READ_REQs go out again. Returns false if the QP
+/// had to wait for a hardware flow (it is queued and the restart stays
+/// pending). Kernel: `hfi1_tid_rdma_restart_req()` (see the module doc
+/// for how this differs).
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`ql`, `req`); takes `exp_lock` through
+/// `tid-flow`.
+fn restart_flows<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    ql: QpLocked<'_, '_>,
+    req: &mut Requester<P>,
+) -> Result<bool, EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let QpLocked { flags, flow, token } = ql;
+    clear_hw_flow(rcd, qp, locked!(flags, flow, token));
+    match setup_hw_flow(rcd, qp, locked!(flags, flow, token)) {
+        Ok(()) => {}
+        Err(FlowError::Again) => {
+            req.stats.flow_waits += 1;
+            return Ok(false);
+        }
+        Err(e) => return Err(e.into()),
+    }
+    req.sync_pending = false;
+    let mut first = None;
+    let mut i = req.head;
+    while i != req.tail {
+        let s = Requester::<P>::slot(i);
+        if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
+            let sent = tid_flow::ring_count(w.tid.flow_idx, w.tid.clear_tail);
+            let mut k = w.tid.clear_tail;
+            while k != w.tid.flow_idx {
+                if let Some(rec) = w.tid.flow_mut(k) {
+                    let spsn = flow.psn;
+                    rec.idx = flow.index;
+                    rec.psns.generation = flow.generation;
+                    rec.psns.spsn = spsn;
+                    rec.psns.lpsn = spsn.wrapping_add(rec.npkts).wrapping_sub(1);
+                    rec.psns.r_next_psn = hfi1_hal::FlowPsn::new(flow.generation, spsn);
+                    rec.pkt = 0;
+                    rec.tid_idx = 0;
+                    rec.tid_offset = 0;
+                    rec.sent = 0;
+                    flow.psn = flow.psn.wrapping_add(rec.npkts);
+                }
+                // What the chip placed stays placed: the TIDs and the
+                // bytes are the same in the new generation.
+                k = tid_flow::ring_next(k);
+            }
+            if sent > 0 {
+                w.tid.flow_idx = w.tid.clear_tail;
+                w.cur_seg = w.cur_seg.saturating_sub(u32::from(sent));
+                req.pending_segs = req.pending_segs.saturating_sub(u32::from(sent));
+                req.num_rd_atomic = req.num_rd_atomic.saturating_sub(u32::from(sent));
+                if first.is_none() {
+                    first = Some(i);
+                }
+            }
+        }
+        i = i.wrapping_add(1);
+    }
+    if let Some(f) = first {
+        // The send queue resumes at the oldest request with a segment to
+        // send again (never later than where it stood).
+        if f.wrapping_sub(req.head) < req.cur.wrapping_sub(req.head) {
+            req.cur = f;
+        }
+    }
+    req.restart_pending = false;
+    req.stats.restarts += 1;
+    Ok(true)
 }
 
 /// An error the chip reported with a delivered KDETH packet.
@@ -487,18 +601,59 @@ pub enum KdethError {
     FlowGen,
 }
 
+/// The chip's view of the flow a packet was checked against, read from
+/// the flow table after the packet (a register read, no lock in the
+/// driver). Kernel: `read_r_next_psn()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChipFlow {
+    /// The hardware flow.
+    pub flow: hfi1_hal::FlowIndex,
+    /// Its next expected flow PSN.
+    pub next: hfi1_hal::FlowPsn,
+}
+
 /// What the receive path did with a READ_RESP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RespVerdict {
-    /// It completed a segment.
+    /// It completed at least one segment.
     Completed,
-    /// Dropped: matched no segment end, or carried a KDETH error.
+    /// It was placed (or counted) but completed nothing yet.
+    Counted,
+    /// Dropped: a stale generation, a TID error, or no segment in flight
+    /// holds its PSNs.
     Dropped,
 }
 
-/// Receives a READ_RESP the chip delivered to software (with header
-/// suppression, only a segment's last packet, or a packet with an
-/// error). Kernel: `hfi1_rc_rcv_tid_rdma_read_resp()`.
+/// Bits of a segment of `npkts` packets.
+fn full_mask(npkts: u32) -> u64 {
+    if npkts >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << npkts) - 1
+    }
+}
+
+/// Receives a READ_RESP the chip delivered to software: with header
+/// suppression a segment's last packet, or any packet the chip flagged.
+/// Kernel: `hfi1_rc_rcv_tid_rdma_read_resp()` and
+/// `handle_read_kdeth_eflags()`.
+///
+/// Software tracks which packets of each segment in flight the chip has
+/// placed: every packet it sees without error or with a sequence error
+/// (the chip places those: the TID is valid), and every sequence the
+/// chip's flow register has moved past (those arrived in order and were
+/// placed silently). A segment whose packets are all placed completes: its
+/// TIDs are released, the RC layer acknowledges, and the hardware flow is
+/// released at a SYNC point or when no TID READ is outstanding. Packets of
+/// a stale generation or with a TID error are dropped; so are packets
+/// whose IB PSN (`verbs_psn`) and flow PSN (BTH) do not name the same
+/// packet of a segment in flight (`[s_last_psn, s_psn]`).
+///
+/// Deviation, on purpose: the driver switches to software PSN checking on
+/// a sequence error and accepts only the next expected PSN, restarting
+/// once per episode; here lost packets are recovered by the retry timer
+/// ([`timeout`]) or a NAK, and reordered or duplicated ones are simply
+/// counted, so a reordering fabric does not cause restart storms.
 ///
 /// # Locking
 ///
@@ -506,13 +661,15 @@ pub enum RespVerdict {
 ///
 /// # Errors
 ///
-/// A flow-engine error while releasing the segment.
+/// A flow-engine error while releasing a segment.
 pub fn rcv_read_resp<P>(
     rcd: &RcvCtxt<P>,
     qp: &P::Ref,
     g: &mut SGuard<'_, P>,
+    bth_psn: hfi1_hal::FlowPsn,
     hdr: &read_resp::Repr,
     error: Option<KdethError>,
+    chip: Option<ChipFlow>,
 ) -> Result<RespVerdict, EngineError>
 where
     P: FlowPlatform<Ext = TidQp<P>>,
@@ -520,48 +677,102 @@ where
     let (state, token) = g.parts();
     let SendState { flags, ext } = state;
     let TidQp { flow, req, .. } = ext;
-    if error.is_some() {
-        req.stats.kdeth_errors += 1;
-        return Ok(RespVerdict::Dropped);
+    match error {
+        Some(KdethError::FlowGen) => {
+            req.stats.stale_dropped += 1;
+            req.stats.kdeth_errors += 1;
+            return Ok(RespVerdict::Dropped);
+        }
+        Some(KdethError::Tid) => {
+            req.stats.tid_dropped += 1;
+            req.stats.kdeth_errors += 1;
+            return Ok(RespVerdict::Dropped);
+        }
+        Some(KdethError::FlowSeq) => {
+            req.stats.seq_errors += 1;
+            req.stats.kdeth_errors += 1;
+        }
+        None => {}
     }
     let ipsn = hdr.verbs_psn;
-    let end = if req.cur == req.tail {
-        req.cur
-    } else {
-        req.cur.wrapping_add(1)
-    };
+    let mut hit = false;
     let mut i = req.head;
-    let mut found = None;
-    while i != end {
+    while i != req.tail {
         let s = Requester::<P>::slot(i);
-        if let Some(w) = req.sq.get(s).and_then(Option::as_ref) {
-            if w.tid.in_flight() > 0 {
-                if let Some(rec) = w.tid.flow(w.tid.clear_tail) {
-                    if ipsn.within(rec.psns.ib_spsn, rec.psns.ib_lpsn) {
-                        found = Some((s, rec.psns.ib_lpsn == ipsn));
-                        break;
+        if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
+            let mut k = w.tid.clear_tail;
+            while k != w.tid.flow_idx {
+                let Some(rec) = w.tid.flow(k) else { break };
+                let ps = rec.psns;
+                let mut mark = 0u64;
+                if !hit && ipsn.within(ps.ib_spsn, ps.ib_lpsn) {
+                    let off = u32::try_from(ipsn.delta(ps.ib_spsn)).unwrap_or(u32::MAX);
+                    if off < 64 && bth_psn == ps.full_psn(ps.spsn.wrapping_add(off)) {
+                        mark |= 1 << off;
+                        hit = true;
                     }
                 }
+                if let Some(c) = chip {
+                    if rec.idx == Some(c.flow) && c.next.generation() == ps.generation {
+                        let n = c.next.seq().saturating_sub(ps.spsn).min(rec.npkts);
+                        mark |= full_mask(n);
+                    }
+                }
+                if let Some(b) = w.placed.get_mut(usize::from(k)) {
+                    *b |= mark;
+                }
+                k = tid_flow::ring_next(k);
             }
         }
         i = i.wrapping_add(1);
     }
-    let Some((s, true)) = found else {
+    if !hit {
+        req.stats.psn_dropped += 1;
         req.stats.resp_dropped += 1;
-        return Ok(RespVerdict::Dropped);
-    };
-    let Some(wqe) = req.sq.get_mut(s).and_then(Option::as_mut) else {
-        req.stats.resp_dropped += 1;
-        return Ok(RespVerdict::Dropped);
-    };
-    let cleared = exp_rcv_clear(rcd, &mut wqe.tid, qp, locked!(flags, flow, token));
-    req.pending_segs = req.pending_segs.saturating_sub(1);
-    req.num_rd_atomic = req.num_rd_atomic.saturating_sub(1);
-    req.stats.segments_done += 1;
-    req.s_last_psn = ipsn;
-    wqe.comp_seg += 1;
-    if wqe.comp_seg >= wqe.total_segs {
-        req.tid_r_comp += 1;
+    }
+    // Complete, in order per request, every segment fully placed.
+    let mut completed = 0u32;
+    let mut first_err = None;
+    let mut i = req.head;
+    while i != req.tail {
+        let s = Requester::<P>::slot(i);
+        if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
+            while w.tid.flow_idx != w.tid.clear_tail {
+                let k = w.tid.clear_tail;
+                let (npkts, lpsn) = match w.tid.flow(k) {
+                    Some(r) => (r.npkts, r.psns.ib_lpsn),
+                    None => break,
+                };
+                let full = full_mask(npkts);
+                let Some(b) = w.placed.get_mut(usize::from(k)) else {
+                    break;
+                };
+                if *b & full != full {
+                    break;
+                }
+                *b = 0;
+                if let Err(e) = exp_rcv_clear(rcd, &mut w.tid, qp, locked!(flags, flow, token)) {
+                    first_err.get_or_insert(e);
+                }
+                req.pending_segs = req.pending_segs.saturating_sub(1);
+                req.num_rd_atomic = req.num_rd_atomic.saturating_sub(1);
+                req.stats.segments_done += 1;
+                req.s_last_psn = lpsn;
+                w.comp_seg += 1;
+                if w.comp_seg >= w.total_segs {
+                    req.tid_r_comp += 1;
+                }
+                completed += 1;
+            }
+        }
+        i = i.wrapping_add(1);
+    }
+    if completed == 0 {
+        return Ok(if hit {
+            RespVerdict::Counted
+        } else {
+            RespVerdict::Dropped
+        });
     }
     let sync_done = req.sync_pending && req.pending_segs == 0;
     if sync_done || req.tid_r_comp == req.tid_r_reqs {
@@ -573,25 +784,60 @@ where
     }
     req.retire();
     rcd.sched.schedule_send(qp);
-    cleared?;
+    if let Some(e) = first_err {
+        return Err(e.into());
+    }
     Ok(RespVerdict::Completed)
+}
+
+/// The retry timer expired: if segments are outstanding, restart them (in
+/// a fresh generation) and schedule the send engine.
+/// Kernel: `hfi1_rc_timeout()` → `hfi1_restart_rc()` for a TID READ.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`).
+pub fn timeout<P>(rcd: &RcvCtxt<P>, qp: &P::Ref, g: &mut SGuard<'_, P>)
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let req = &mut g.ext.req;
+    if req.pending_segs > 0 {
+        req.stats.timeouts += 1;
+        req.restart_pending = true;
+        rcd.sched.schedule_send(qp);
+    }
 }
 
 /// Receives an RC ACK or NAK. Kernel: `do_rc_ack()` (the NAK branch).
 ///
 /// A plain ACK carries nothing a TID READ needs (segments are
-/// acknowledged by their READ_RESPs); a NAK is counted.
+/// acknowledged by their READ_RESPs). A PSN-sequence NAK (the responder
+/// missed a READ_REQ) restarts the segments in flight. Any other NAK is
+/// fatal for the connection, as in RC: the QP is flushed and every
+/// request completes in error.
 ///
 /// # Locking
 ///
-/// The QP's `s_lock` held (`g`).
-pub fn rcv_ack<P>(g: &mut SGuard<'_, P>, a: &aeth::Repr)
+/// The QP's `s_lock` held (`g`); a fatal NAK takes `exp_lock` through
+/// `tid-flow` and `qp-wait`.
+pub fn rcv_ack<P>(rcd: &RcvCtxt<P>, qp: &P::Ref, g: &mut SGuard<'_, P>, a: &aeth::Repr)
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    if a.is_nak() {
-        g.ext.req.stats.naks += 1;
+    if !a.is_nak() {
+        return;
     }
+    g.ext.req.stats.naks += 1;
+    if a.syndrome == aeth::NakCode::PsnError.syndrome() {
+        let req = &mut g.ext.req;
+        if req.pending_segs > 0 {
+            req.restart_pending = true;
+            rcd.sched.schedule_send(qp);
+        }
+        return;
+    }
+    flush_with(rcd, qp, g, WcStatus::RemoteError);
 }
 
 /// Flushes the QP (reset or destroy): every request's segments are torn
@@ -605,6 +851,18 @@ where
 /// The QP's `s_lock` held (`g`); takes `exp_lock` through `tid-flow` and
 /// `qp-wait`.
 pub fn flush<P>(rcd: &RcvCtxt<P>, qp: &P::Ref, g: &mut SGuard<'_, P>)
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    flush_with(rcd, qp, g, WcStatus::Flushed);
+}
+
+/// [`flush`] with the completions' status.
+///
+/// # Locking
+///
+/// As [`flush`].
+fn flush_with<P>(rcd: &RcvCtxt<P>, qp: &P::Ref, g: &mut SGuard<'_, P>, status: WcStatus)
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
@@ -622,7 +880,7 @@ where
                     req.completions.push(Completion {
                         wr_id: w.wr_id,
                         length: w.length,
-                        status: WcStatus::Flushed,
+                        status,
                     });
                 }
             }
@@ -634,6 +892,7 @@ where
         req.num_rd_atomic = 0;
         req.tid_r_comp = req.tid_r_reqs;
         req.sync_pending = false;
+        req.restart_pending = false;
         clear_hw_flow(rcd, qp, locked!(flags, flow, token));
     }
     qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);

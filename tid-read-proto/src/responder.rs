@@ -281,8 +281,21 @@ fn duplicate(
     let Some(e) = resp.ack.get_mut(i) else {
         return ReqVerdict::Refused(None);
     };
-    let same_len = e.acc.as_ref().is_some_and(|a| a.length == hdr.reth.length);
-    if !same_len {
+    let Some(cur) = e.acc.as_ref() else {
+        return ReqVerdict::Refused(None);
+    };
+    if cur.length != hdr.reth.length {
+        resp.stats.duplicates_ignored += 1;
+        return ReqVerdict::Refused(None);
+    }
+    // A requester that restarts always re-arms its segments in a fresh
+    // generation, so an exact copy of the request the entry already
+    // serves is a duplicate made by the fabric: serving it again would
+    // only resend packets the requester may have placed and released.
+    if cur.tid_qpn == hdr.tid_flow_qp
+        && cur.generation == hdr.flow_psn.generation()
+        && cur.spsn == hdr.flow_psn.seq()
+    {
         resp.stats.duplicates_ignored += 1;
         return ReqVerdict::Refused(None);
     }
@@ -321,16 +334,23 @@ fn duplicate(
     e.cursor = Cursor::default();
     e.sent = false;
     e.mr = taken.get();
-    // Every later entry goes out again too, from its start.
+    // Every later entry already sent goes out again too, from its start
+    // (kernel: "re-process old requests"); one being sent keeps going.
     let mut j = Responder::next(i);
     while j != resp.head {
         if let Some(l) = resp.ack.get_mut(j) {
-            l.cursor = Cursor::default();
-            l.sent = false;
+            if l.sent {
+                l.cursor = Cursor::default();
+                l.sent = false;
+            }
         }
         j = Responder::next(j);
     }
-    resp.tail = i;
+    // Send from the older of the entry and where sending stood.
+    let age = |x: usize| (resp.head + ACK_QUEUE_SIZE - x) % ACK_QUEUE_SIZE;
+    if resp.tail == resp.head || age(i) > age(resp.tail) {
+        resp.tail = i;
+    }
     resp.nak_state = None;
     resp.stats.duplicates += 1;
     ReqVerdict::Restarted

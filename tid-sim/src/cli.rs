@@ -2,7 +2,8 @@
 //! The command-line contract.
 //!
 //! `tid-sim [--qps N] [--bytes SIZE] [--request SIZE] [--groups G]
-//! [--mtu 4096|8192] [--seed S] [--json] [--pcap FILE]`; sizes accept a
+//! [--mtu 4096|8192] [--seed S] [--json] [--pcap FILE] [--drop P]
+//! [--dup P] [--reorder W] [--stale P] [--soak N]`; sizes accept a
 //! K, M or G suffix (powers of 1024).
 
 use std::fmt;
@@ -24,6 +25,7 @@ impl std::error::Error for CliError {}
 pub const USAGE: &str = "\
 usage: tid-sim [--qps N] [--bytes SIZE] [--request SIZE] [--groups G]
                [--mtu 4096|8192] [--seed S] [--json] [--pcap FILE]
+               [--drop P] [--dup P] [--reorder W] [--stale P] [--soak N]
 
 Simulates two nodes moving data with TID RDMA READ over the software chip
 and checks every byte. SIZE takes a K, M or G suffix (powers of 1024).
@@ -37,6 +39,12 @@ and checks every byte. SIZE takes a K, M or G suffix (powers of 1024).
   --seed S        seed of the scheduler and the page allocator (default 1)
   --json          print one JSON object instead of the summary
   --pcap FILE     write every packet on the fabric to FILE (ERF in pcap)
+  --drop P        drop each packet with probability P (both links)
+  --dup P         deliver each packet twice with probability P
+  --reorder W     deliver any of the first W packets in flight (W > 1)
+  --stale P       with probability P per packet, replay an earlier one
+  --soak N        run N seeded scenarios (from --seed on) with random
+                  fault mixes and sizes; print the first failing seed
   -h, --help      this text
 ";
 
@@ -59,6 +67,16 @@ pub struct Options {
     pub json: bool,
     /// Capture file.
     pub pcap: Option<PathBuf>,
+    /// Drop probability per packet (both links).
+    pub drop: f64,
+    /// Duplicate probability per packet.
+    pub dup: f64,
+    /// Reorder window (packets; 0 or 1: in order).
+    pub reorder: usize,
+    /// Stale-replay probability per packet.
+    pub stale: f64,
+    /// Soak: run this many seeded scenarios (0: one normal run).
+    pub soak: u64,
 }
 
 impl Default for Options {
@@ -72,6 +90,11 @@ impl Default for Options {
             seed: 1,
             json: false,
             pcap: None,
+            drop: 0.0,
+            dup: 0.0,
+            reorder: 0,
+            stale: 0.0,
+            soak: 0,
         }
     }
 }
@@ -132,6 +155,11 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, CliErro
             "--seed" => o.seed = parse_num("--seed", &value("--seed")?)?,
             "--json" => o.json = true,
             "--pcap" => o.pcap = Some(PathBuf::from(value("--pcap")?)),
+            "--drop" => o.drop = parse_num("--drop", &value("--drop")?)?,
+            "--dup" => o.dup = parse_num("--dup", &value("--dup")?)?,
+            "--reorder" => o.reorder = parse_num("--reorder", &value("--reorder")?)?,
+            "--stale" => o.stale = parse_num("--stale", &value("--stale")?)?,
+            "--soak" => o.soak = parse_num("--soak", &value("--soak")?)?,
             other => return Err(CliError(format!("unknown argument {other:?}"))),
         }
     }
@@ -158,6 +186,14 @@ fn validate(o: &Options) -> Result<(), CliError> {
     }
     if o.groups == 0 || o.groups > 256 {
         return err("--groups must be 1..=256");
+    }
+    for (name, p) in [("--drop", o.drop), ("--dup", o.dup), ("--stale", o.stale)] {
+        if !(0.0..=0.5).contains(&p) {
+            return Err(CliError(format!("{name} must be a probability in 0..=0.5")));
+        }
+    }
+    if o.reorder > 64 {
+        return err("--reorder must be at most 64");
     }
     Ok(())
 }
@@ -208,5 +244,24 @@ mod tests {
         assert!(run(&["--request", "1000"]).is_err());
         assert!(run(&["--frobnicate"]).is_err());
         assert!(matches!(parse(["--help".to_string()]), Ok(Command::Help)));
+        let f = run(&[
+            "--drop",
+            "0.05",
+            "--dup",
+            "0.01",
+            "--reorder",
+            "8",
+            "--stale",
+            "0.01",
+            "--soak",
+            "20",
+        ])
+        .unwrap();
+        assert_eq!(
+            (f.drop, f.dup, f.reorder, f.stale, f.soak),
+            (0.05, 0.01, 8, 0.01, 20)
+        );
+        assert!(run(&["--drop", "0.9"]).is_err());
+        assert!(run(&["--dup", "x"]).is_err());
     }
 }

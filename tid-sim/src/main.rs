@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use tid_sim::cli::{self, Command};
 use tid_sim::pcap::PcapWriter;
-use tid_sim::scenario::{self, RunFaults};
+use tid_sim::scenario::{self, RunFaults, soak_options};
 
 fn main() -> ExitCode {
     let opts = match cli::parse(std::env::args().skip(1)) {
@@ -24,7 +24,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let faults = RunFaults::default();
+    if opts.soak > 0 {
+        return soak(&opts);
+    }
+    let faults = RunFaults::from_options(&opts);
     let report = if let Some(path) = &opts.pcap {
         let file = match File::create(path) {
             Ok(f) => f,
@@ -59,4 +62,45 @@ fn main() -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// `--soak N`: N seeded scenarios from `--seed` on, each with its own
+/// sizes and fault mix; stops at the first failing seed.
+fn soak(opts: &cli::Options) -> ExitCode {
+    let mut bytes = 0u64;
+    let mut restarts = 0u64;
+    for n in 0..opts.soak {
+        let seed = opts.seed.wrapping_add(n);
+        let o = soak_options(seed);
+        let r = scenario::run(
+            &o,
+            RunFaults::from_options(&o),
+            None::<&mut PcapWriter<std::io::Sink>>,
+        );
+        bytes += r.verified_bytes;
+        restarts += r.restarts;
+        if !r.ok() {
+            println!(
+                "tid-sim: soak: seed {seed} FAILED (run {} of {}): --qps {} --bytes {} --request {} --groups {} --mtu {} --seed {seed} --drop {} --dup {} --reorder {} --stale {}",
+                n + 1,
+                opts.soak,
+                o.qps,
+                o.bytes,
+                o.request,
+                o.groups,
+                o.mtu,
+                o.drop,
+                o.dup,
+                o.reorder,
+                o.stale
+            );
+            print!("{}", r.summary());
+            return ExitCode::FAILURE;
+        }
+    }
+    println!(
+        "tid-sim: soak: {} seeds from {} passed ({} bytes verified, {} restarts)",
+        opts.soak, opts.seed, bytes, restarts
+    );
+    ExitCode::SUCCESS
 }

@@ -34,13 +34,14 @@ use std::time::Instant;
 
 use hfi1_hal::consts::{PAGE_SIZE, TID_RDMA_JKEY};
 use hfi1_hal::lock_order::{LockToken, Unlocked};
+use hfi1_hal::platform::FlowTable;
 use hfi1_hal::sim::{ExpectedPacket, RcvError, SimMemory};
 use hfi1_hal::{FlowPsn, Psn};
 use tid_flow::{RcvCtxt, Sge};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::{self, MAX_PACKET, Parsed, Path};
 use tid_read_proto::rc::{Connection, MAX_RD_ATOMIC, MrTable, PacketSink, SourceData, WcStatus};
-use tid_read_proto::requester::{self, KdethError, ReadWr};
+use tid_read_proto::requester::{self, ChipFlow, KdethError, ReadWr};
 use tid_read_proto::responder;
 use tid_read_proto::sim::{EnginePlatform, EngineQp, new_ctxt, new_qp};
 
@@ -65,6 +66,11 @@ const FIRST_PSN: u32 = 0x10;
 const RESP_BUDGET: u32 = 8;
 /// Scheduler steps without a completion before a run is declared stuck.
 const STUCK_STEPS: u64 = 2_000_000;
+/// The requester's retry timeout in simulated nanoseconds.
+const RETRY_NS: f64 = 400_000.0;
+/// Timer expiries on an idle system without a completion before the run
+/// is declared stuck.
+const MAX_IDLE_FIRES: u32 = 50;
 /// Wire speed for simulated time: bytes per nanosecond (100 Gb/s).
 const WIRE_BYTES_PER_NS: f64 = 12.5;
 
@@ -273,6 +279,23 @@ pub struct Report {
     pub wall_secs: f64,
     /// Resources still held at the end, by name.
     pub leaked: BTreeMap<String, u64>,
+    /// READ_REQs sent again after a restart.
+    pub retransmits: u64,
+    /// Restarts of in-flight segments (timer or NAK).
+    pub restarts: u64,
+    /// Retry-timer expiries with segments outstanding.
+    pub timeouts: u64,
+    /// READ_RESPs of a stale generation dropped.
+    pub stale_dropped: u64,
+    /// Packets dropped, by reason (the fabric's by packet kind, the
+    /// receivers' by check).
+    pub drops: BTreeMap<String, u64>,
+    /// Duplicates the fabric injected.
+    pub duplicated: u64,
+    /// Stale copies the fabric injected.
+    pub stale_injected: u64,
+    /// Deliveries that overtook an earlier packet.
+    pub reordered: u64,
 }
 
 impl Report {
@@ -306,11 +329,12 @@ impl Report {
 
     /// One JSON object.
     pub fn to_json(&self) -> String {
-        let leaked: Vec<String> = self
-            .leaked
-            .iter()
-            .map(|(k, v)| format!("\"{k}\":{v}"))
-            .collect();
+        let obj = |m: &BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("\"{k}\":{v}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
         format!(
             concat!(
                 "{{\"ok\":{},\"requested_bytes\":{},\"verified_bytes\":{},",
@@ -320,7 +344,10 @@ impl Report {
                 "\"naks\":{},\"resp_dropped\":{},\"kdeth_errors\":{},",
                 "\"engine_errors\":{},\"stuck_qps\":{},\"steps\":{},\"sim_ns\":{},",
                 "\"sim_bytes_per_us\":{:.1},\"wall_secs\":{:.3},",
-                "\"wall_mib_per_s\":{:.1},\"leaked\":{{{}}}}}"
+                "\"wall_mib_per_s\":{:.1},\"retransmits\":{},\"restarts\":{},",
+                "\"timeouts\":{},\"stale_dropped\":{},\"duplicated\":{},",
+                "\"stale_injected\":{},\"reordered\":{},\"drops\":{{{}}},",
+                "\"leaked\":{{{}}}}}"
             ),
             self.ok(),
             self.requested_bytes,
@@ -346,7 +373,15 @@ impl Report {
             self.sim_bytes_per_us(),
             self.wall_secs,
             self.wall_mib_per_s(),
-            leaked.join(",")
+            self.retransmits,
+            self.restarts,
+            self.timeouts,
+            self.stale_dropped,
+            self.duplicated,
+            self.stale_injected,
+            self.reordered,
+            obj(&self.drops),
+            obj(&self.leaked)
         )
     }
 
@@ -367,6 +402,9 @@ impl Report {
                 "  drops      {} malformed, {} READ_RESP dropped, {} KDETH errors, {} NAKs\n",
                 "  throughput {:.1} bytes/simulated us ({:.3} ms simulated), ",
                 "{:.1} MiB/s wall clock ({:.3} s)\n",
+                "  recovery   {} restarts ({} timeouts), {} READ_REQs resent; ",
+                "{} stale dropped\n",
+                "  faults     {} duplicated, {} stale injected, {} reordered; drops: {}\n",
                 "  left       {}; stuck QPs {}; engine errors {}\n"
             ),
             if self.ok() { "PASS" } else { "FAIL" },
@@ -390,6 +428,19 @@ impl Report {
             self.sim_ns as f64 / 1e6,
             self.wall_mib_per_s(),
             self.wall_secs,
+            self.restarts,
+            self.timeouts,
+            self.retransmits,
+            self.stale_dropped,
+            self.duplicated,
+            self.stale_injected,
+            self.reordered,
+            self.drops
+                .iter()
+                .filter(|(_, v)| **v > 0)
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             leaked.join(", "),
             self.stuck_qps,
             self.engine_errors,
@@ -450,6 +501,22 @@ pub struct RunFaults {
     pub to_responder: Faults,
     /// Faults of the responder→requester link.
     pub to_requester: Faults,
+}
+
+impl RunFaults {
+    /// The same faults on both links, from the command line.
+    pub fn from_options(o: &Options) -> Self {
+        let f = Faults {
+            drop: Faults::drop_all(o.drop),
+            dup: o.dup,
+            reorder: o.reorder,
+            stale: o.stale,
+        };
+        Self {
+            to_responder: f,
+            to_requester: f,
+        }
+    }
 }
 
 /// Runs one scenario. `pcap` receives every packet handed to the fabric.
@@ -574,6 +641,8 @@ pub fn run(
 
     let mut since_progress = 0u64;
     let mut sim_ns_f = 0f64;
+    let mut last_progress = vec![0f64; nqps as usize];
+    let mut idle_fires = 0u32;
     #[derive(Clone, Copy)]
     enum Act {
         Work,
@@ -600,7 +669,32 @@ pub fn run(
         if !ba.is_empty() {
             acts.push(Act::ToRequester);
         }
-        if acts.is_empty() || since_progress > STUCK_STEPS {
+        // The retry timer: a QP with segments outstanding and no packet
+        // for RETRY_NS of simulated time restarts them. When nothing else
+        // can happen, simulated time jumps to the next expiry.
+        let idle = acts.is_empty();
+        if idle || rep.steps % 64 == 0 {
+            let mut fired = false;
+            for (i, p) in pairs.iter().enumerate() {
+                if idle || sim_ns_f - last_progress[i] > RETRY_NS {
+                    let mut g = p.req.s_lock.lock(&mut root);
+                    if g.ext.req.pending_segments() > 0 {
+                        requester::timeout(&req_rcd, &p.req, &mut g);
+                        last_progress[i] = sim_ns_f;
+                        fired = true;
+                    }
+                }
+            }
+            if idle {
+                if !fired || idle_fires > MAX_IDLE_FIRES {
+                    break;
+                }
+                idle_fires += 1;
+                sim_ns_f += RETRY_NS;
+                continue;
+            }
+        }
+        if since_progress > STUCK_STEPS {
             break;
         }
         rep.steps += 1;
@@ -609,6 +703,9 @@ pub fn run(
         match act {
             Act::Work => {
                 if let Some((_cpu, qp)) = req_rcd.sched.pop_work() {
+                    if let Some(t) = last_progress.get_mut((qp.qpn() - REQ_QPN_BASE) as usize) {
+                        *t = sim_ns_f;
+                    }
                     let mut err = false;
                     qp_wait::trigger_resume::<EnginePlatform>(qp, &mut root, |qp, root| {
                         err = requester::send_engine(&req_rcd, qp, root, &mut outbox).is_err();
@@ -628,6 +725,9 @@ pub fn run(
             }
             Act::ReqSend => {
                 if let Some(qp) = req_rcd.sched.pop_send() {
+                    if let Some(t) = last_progress.get_mut((qp.qpn() - REQ_QPN_BASE) as usize) {
+                        *t = sim_ns_f;
+                    }
                     if requester::send_engine(&req_rcd, &qp, &mut root, &mut outbox).is_err() {
                         rep.engine_errors += 1;
                     }
@@ -729,7 +829,7 @@ pub fn run(
                         let outcome = {
                             let (_, tok) = g.parts();
                             let mut e = req_rcd.exp_lock.lock(tok);
-                            e.chip.receive_expected(
+                            let o = e.chip.receive_expected(
                                 &mut mem,
                                 ExpectedPacket {
                                     dest_qp: bth.dest_qp,
@@ -737,15 +837,29 @@ pub fn run(
                                     kdeth0: hdr.kdeth.kdeth0,
                                     payload,
                                 },
-                            )
+                            );
+                            let next = e.chip.read_flow(o.flow).next_psn();
+                            (o, ChipFlow { flow: o.flow, next })
                         };
+                        let (outcome, chip) = outcome;
+                        last_progress[i] = sim_ns_f;
                         if outcome.delivered {
                             let err = outcome.error.map(|e| match e {
                                 RcvError::Tid => KdethError::Tid,
                                 RcvError::FlowSeq => KdethError::FlowSeq,
                                 RcvError::FlowGen => KdethError::FlowGen,
                             });
-                            if requester::rcv_read_resp(&req_rcd, qp, &mut g, &hdr, err).is_err() {
+                            if requester::rcv_read_resp(
+                                &req_rcd,
+                                qp,
+                                &mut g,
+                                FlowPsn::from_raw(bth.psn.get()),
+                                &hdr,
+                                err,
+                                Some(chip),
+                            )
+                            .is_err()
+                            {
                                 rep.engine_errors += 1;
                             }
                         } else {
@@ -762,9 +876,14 @@ pub fn run(
                             rep.malformed += 1;
                             continue;
                         };
-                        let mut g = pairs[i].req.s_lock.lock(&mut root);
-                        requester::rcv_ack::<EnginePlatform>(&mut g, &aeth);
-                        None
+                        let qp = &pairs[i].req;
+                        let mut g = qp.s_lock.lock(&mut root);
+                        requester::rcv_ack(&req_rcd, qp, &mut g, &aeth);
+                        let mut done = Vec::new();
+                        while let Some(c) = g.ext.req.poll() {
+                            done.push(c);
+                        }
+                        Some((i, done))
                     }
                     Ok(_) | Err(_) => {
                         rep.malformed += 1;
@@ -772,6 +891,9 @@ pub fn run(
                     }
                 };
                 if let Some((i, comps)) = done {
+                    if !comps.is_empty() {
+                        idle_fires = 0;
+                    }
                     for c in comps {
                         let Some(posted) = work[i].posted.remove(&c.wr_id) else {
                             continue;
@@ -814,9 +936,21 @@ pub fn run(
         rep.syncs += s.syncs;
         rep.resp_dropped += s.resp_dropped;
         rep.kdeth_errors += s.kdeth_errors;
+        rep.retransmits += s.retransmits;
+        rep.restarts += s.restarts;
+        rep.timeouts += s.timeouts;
+        rep.stale_dropped += s.stale_dropped;
+        *rep.drops
+            .entry("requester_stale_generation".into())
+            .or_default() += s.stale_dropped;
+        *rep.drops.entry("requester_tid_error".into()).or_default() += s.tid_dropped;
+        *rep.drops.entry("requester_no_segment".into()).or_default() += s.psn_dropped;
         drop(g);
         let g = p.resp.s_lock.lock(&mut root);
         rep.naks += g.ext.resp.stats.naks;
+        *rep.drops
+            .entry("responder_duplicate_ignored".into())
+            .or_default() += g.ext.resp.stats.duplicates_ignored;
     }
     for (i, w) in work.iter().enumerate() {
         if !w.to_post.is_empty() || !w.posted.is_empty() {
@@ -827,6 +961,16 @@ pub fn run(
     let (sa, sb) = (ab.stats(), ba.stats());
     rep.packets = sa.sent + sb.sent;
     rep.delivered = sa.delivered + sb.delivered;
+    rep.duplicated = sa.duplicated + sb.duplicated;
+    rep.stale_injected = sa.stale_injected + sb.stale_injected;
+    rep.reordered = sa.reordered + sb.reordered;
+    for (k, kind) in PacketKind::ALL.iter().enumerate() {
+        let n = sa.dropped.get(k).copied().unwrap_or(0) + sb.dropped.get(k).copied().unwrap_or(0);
+        *rep.drops
+            .entry(format!("fabric_{}", kind.name()))
+            .or_default() += n;
+    }
+    *rep.drops.entry("malformed".into()).or_default() += rep.malformed;
 
     // Resources still held, from the real state.
     rep.leaked = leaks(&req_rcd, &pairs, &mrs, &mut root);
@@ -981,4 +1125,43 @@ fn leaks(
     let mr_refs: i64 = mrs.regions.iter().map(|r| r.refs.get()).sum();
     m.insert("mr_refs".into(), mr_refs.max(0) as u64);
     m
+}
+
+/// The scenario a soak run with `seed` uses: sizes and a fault mix drawn
+/// from the seed (1..=6 QPs, 256 KiB..3 MiB each in requests of 256 KiB,
+/// 260 KiB, 512 KiB or 1 MiB, 9..=24 TID groups, either MTU; drop up to
+/// 5 %, duplicates up to 2 %, reorder window 0 or 2..=8, stale replays up
+/// to 1 %, each fault present half the time).
+pub fn soak_options(seed: u64) -> Options {
+    let mut r = Rng::new(seed ^ 0x50AC_50AC);
+    let qps = 1 + r.below(6) as u32;
+    let request = [256u64 << 10, 260 << 10, 512 << 10, 1 << 20][r.below(4) as usize];
+    let per_qp = (1 + r.below(3)) * request;
+    let mut pick = |max: f64| {
+        if r.chance(0.5) {
+            (r.below(1001) as f64 / 1000.0) * max
+        } else {
+            0.0
+        }
+    };
+    let drop = pick(0.05);
+    let dup = pick(0.02);
+    let stale = pick(0.01);
+    Options {
+        qps,
+        bytes: per_qp * u64::from(qps),
+        request,
+        groups: 9 + r.below(16) as u32,
+        mtu: if r.chance(0.5) { 4096 } else { 8192 },
+        seed,
+        drop,
+        dup,
+        reorder: if r.chance(0.5) {
+            0
+        } else {
+            2 + r.below(7) as usize
+        },
+        stale,
+        ..Options::default()
+    }
 }
