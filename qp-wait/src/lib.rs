@@ -677,19 +677,40 @@ pub fn trigger_resume<P: WaitPlatform>(
 /// `WAIT_TID_SPACE` and takes it off whichever queue holds it, dropping
 /// that reference. Kernel: `hfi1_tid_rdma_flush_wait()`.
 ///
+/// One step beyond the kernel (SPEC §7, "a flush must wake every
+/// waiter"): if `qp` was the head of its queue, the new head is woken.
+/// The old head may already have been given the wake-up that a release
+/// owed to the queue; if it leaves without using it, nobody else would
+/// wake the QP behind it until the next release.
+///
 /// # Locking
 ///
 /// `qp`'s `s_lock` held (`s`); takes `exp_lock` (`exp`) inside it.
-pub fn flush_wait<P, S>(qp: &P::Ref, s: &mut SGuard<'_, P>, exp: &Lock<ExpLock, P::Lock, S>)
-where
+pub fn flush_wait<P, S>(
+    qp: &P::Ref,
+    s: &mut SGuard<'_, P>,
+    exp: &Lock<ExpLock, P::Lock, S>,
+    sched: &P::Sched,
+) where
     P: WaitPlatform,
     S: AsMut<WaitQueues<P::Ref>>,
 {
     let (state, token) = s.parts();
     state.flags.set_waiting(false);
-    let mut e = exp.lock(token);
-    let queues = e.as_mut();
-    let _ = queues.dequeue(QueueKind::Flow, &**qp, &mut state.flags);
+    let wake = {
+        let mut e = exp.lock(token);
+        let queues = e.as_mut();
+        let slot = qp.slot();
+        let was_head = [QueueKind::Flow, QueueKind::RcvArray]
+            .into_iter()
+            .find(|k| queues.queue(*k).head == slot);
+        let _ = queues.dequeue(QueueKind::Flow, &**qp, &mut state.flags);
+        match was_head {
+            Some(k) => queues.first(k),
+            None => Wakeup::none(),
+        }
+    };
+    wake.schedule(token, sched);
 }
 
 /// The receive context a QP uses: QP 0 uses context 0; every other QP

@@ -157,7 +157,9 @@ fn first_and_deliver_wake_the_right_way() {
 fn flush_leaves_the_queue_and_drops_the_reference() {
     let c = Lock::<ExpLock, CheckedSpinLock, _>::new(Q(WaitQueues::new(2).unwrap()));
     let dev = DevCounters::new();
+    let sched: SimScheduler<SimRef<Qp<T>>> = SimScheduler::new();
     let a = qp(0);
+    let b = qp(1);
     let mut root = LockToken::root();
     {
         let mut s = a.s_lock.lock(&mut root);
@@ -166,17 +168,29 @@ fn flush_leaves_the_queue_and_drops_the_reference() {
         e.0.enqueue(QueueKind::RcvArray, &a, &mut st.flags, &dev)
             .unwrap();
     }
+    {
+        let mut s = b.s_lock.lock(&mut root);
+        let (st, tok) = s.parts();
+        let mut e = c.lock(tok);
+        e.0.enqueue(QueueKind::RcvArray, &b, &mut st.flags, &dev)
+            .unwrap();
+    }
     assert_eq!(a.live_refs(), 2);
     {
         let mut s = a.s_lock.lock(&mut root);
-        flush_wait::<T, Q>(&a, &mut s, &c);
+        flush_wait::<T, Q>(&a, &mut s, &c, &sched);
         assert!(!s.waiting());
-        flush_wait::<T, Q>(&a, &mut s, &c);
+        flush_wait::<T, Q>(&a, &mut s, &c, &sched);
     }
     assert_eq!(a.live_refs(), 1);
+    // `a` was the head: `b`, now the head, got its wake-up.
+    assert_eq!(sched.pending_work(), 1);
+    let (_, w) = sched.pop_work().unwrap();
+    assert!(QpRef::same(&w, &b));
+    drop(w);
     let mut s = a.s_lock.lock(&mut root);
     let e = c.lock(s.token());
-    assert!(e.0.is_empty());
+    assert_eq!(e.0.iter(QueueKind::RcvArray).collect::<Vec<_>>(), [1]);
     assert_eq!(e.0.dequeued(QueueKind::RcvArray), 1);
 }
 

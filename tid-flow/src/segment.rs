@@ -99,6 +99,9 @@ pub struct FlowRecord {
     pub sent: u32,
     /// Packets counted for a RESYNC. Kernel: `resync_npkts`.
     pub resync_npkts: u32,
+    /// Where the SGE walk stood before this segment's pages were taken
+    /// (so an abandoned setup can give them back).
+    pub start: SgeCursor,
 }
 
 impl FlowRecord {
@@ -251,11 +254,16 @@ impl<P: FlowPlatform> TidRequest<P> {
     /// Frees the flow records (a large send queue recycling its WQE).
     /// Kernel: `__trdma_clean_swqe()` / `hfi1_kern_exp_rcv_free_flows()`.
     ///
-    /// Call it only with the ring empty (after [`exp_rcv_clear_all`]):
-    /// records still set up would leak their RcvArray entries and
-    /// mappings, so this refuses and returns [`FlowError::Busy`].
+    /// Call it only with the ring empty and nothing mapped (after
+    /// [`exp_rcv_clear_all`]): records still set up would leak their
+    /// RcvArray entries and mappings, so this refuses and returns
+    /// [`FlowError::Busy`].
     pub fn clean_swqe(&mut self) -> Result<(), FlowError> {
-        if ring_count(self.setup_head, self.clear_tail) != 0 {
+        let mapped = self
+            .flows
+            .as_ref()
+            .is_some_and(|r| r.iter().any(|f| f.mapped != 0));
+        if ring_count(self.setup_head, self.clear_tail) != 0 || mapped {
             return Err(FlowError::Busy);
         }
         self.flows = None;
@@ -373,6 +381,7 @@ pub fn exp_rcv_setup<P: FlowPlatform>(
     let rec = ring.get_mut(usize::from(head)).ok_or(FlowError::Invalid)?;
 
     if rec.pagesets.is_empty() {
+        rec.start = cursor;
         let (pages, length) = find_pages(sges, &mut cursor, seg_len);
         if pages.is_empty() {
             return Err(FlowError::Invalid);
@@ -485,7 +494,13 @@ pub fn exp_rcv_clear<P: FlowPlatform>(
     released.map_err(FlowError::from)
 }
 
-/// Tears down every segment of `req`. Kernel: `hfi1_kern_exp_rcv_clear_all()`.
+/// Tears down every segment of `req`, then abandons a setup in progress
+/// (a segment whose page sets were found and mapped by an
+/// [`exp_rcv_setup`] that then had to wait): its buffers are unmapped and
+/// the SGE walk rewinds to its start.
+/// Kernel: `hfi1_kern_exp_rcv_clear_all()`; the kernel leaves the pending
+/// segment's mappings in place, which leaks them when the QP is destroyed
+/// while it waits.
 ///
 /// # Locking
 ///
@@ -505,6 +520,15 @@ pub fn exp_rcv_clear_all<P: FlowPlatform>(
         };
         if exp_rcv_clear(rcd, req, qp, again).is_err() {
             break;
+        }
+    }
+    let head = req.setup_head;
+    if let Some(rec) = req.flow_mut(head) {
+        if !rec.pagesets.is_empty() {
+            rec.unmap(&rcd.dma);
+            rec.pagesets.clear();
+            let start = rec.start;
+            req.cursor = start;
         }
     }
 }
