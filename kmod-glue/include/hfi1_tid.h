@@ -48,7 +48,93 @@ struct hfi1_tid_opfn_params {
 	u8 urg;
 };
 
+/* Opaque handles of the stateful engine. */
+struct hfi1_tid_rcd;
+struct hfi1_tid_qp;
+struct hfi1_tid_req;
+
+/*
+ * Kernel services, registered once (hfi1_tid_platform_register). Called
+ * with spinlocks held and interrupts off, except do_send (no lock held).
+ * spin_lock_init's class: 0 = receive context exp_lock, 1 = QP s_lock.
+ * queue_trigger returns true if it queued the QP's trigger work (which
+ * then owns the reference and hands it to hfi1_tid_trigger_resume), false
+ * if that work was already pending.
+ */
+struct hfi1_tid_platform_ops {
+	void (*spin_lock_init)(void *lock, u32 class);
+	size_t (*spin_lock_irqsave)(void *lock);
+	void (*spin_unlock_irqrestore)(void *lock, size_t flags);
+	void (*qp_get)(void *qp);
+	void (*qp_put)(void *qp);
+	bool (*queue_trigger)(void *qp, u32 cpu);
+	void (*schedule_send)(void *qp);
+	void (*do_send)(void *qp);
+	int (*dma_map)(void *dev, u64 addr, u32 len, u64 *bus);
+	void (*dma_unmap)(void *dev, u64 bus, u32 len);
+	u32 (*random_u32)(void);
+};
+
+/* Bytes a spinlock_t may take when embedded in an engine object. */
+#define HFI1_TID_SPINLOCK_BYTES 128
+
+struct hfi1_tid_ctx_params {
+	u32 ctxt;
+	u32 expected_base;
+	u32 ngroups;
+	u32 qp_slots;
+};
+
+struct hfi1_tid_ctx_stats {
+	u32 flows_used;
+	u32 groups_free;
+	u32 groups_used;
+	u32 groups_full;
+	u32 flow_waiters;
+	u32 rarr_waiters;
+	u64 tid_waits;
+};
+
+struct hfi1_tid_sge {
+	u64 vaddr;
+	u32 length;
+};
+
 /* --- Implemented in Rust ------------------------------------------------ */
+
+/*
+ * Stateful engine (engine.rs, kplat.rs). Every function below takes the
+ * QP's s_lock and then the context's exp_lock itself: call with neither
+ * held. Returns 0 or a negative errno (-EAGAIN: queued, woken later).
+ */
+int hfi1_tid_platform_register(const struct hfi1_tid_platform_ops *ops);
+int hfi1_tid_platform_unregister(void);
+u64 hfi1_tid_live_objects(void);
+struct hfi1_tid_rcd *hfi1_tid_ctx_create(const struct hfi1_tid_ctx_params *p,
+					 const struct hfi1_tid_chip_ops *chip_ops,
+					 void *chip, void *dev);
+int hfi1_tid_ctx_destroy(struct hfi1_tid_rcd *rcd);
+int hfi1_tid_ctx_stats(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+		       struct hfi1_tid_ctx_stats *out);
+struct hfi1_tid_qp *hfi1_tid_qp_create(void *cookie, u32 qpn, u32 slot, u32 cpu,
+				       void *s_lock);
+void hfi1_tid_qp_destroy(struct hfi1_tid_qp *qp);
+int hfi1_tid_qp_waiting(struct hfi1_tid_qp *qp);
+int hfi1_tid_setup_hw_flow(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp);
+int hfi1_tid_clear_hw_flow(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp);
+struct hfi1_tid_req *hfi1_tid_req_create(u32 seg_len, u32 n_flows, u32 pmtu);
+int hfi1_tid_req_alloc_flows(struct hfi1_tid_req *req);
+int hfi1_tid_req_destroy(struct hfi1_tid_req *req);
+int hfi1_tid_exp_rcv_setup(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+			   struct hfi1_tid_req *req,
+			   const struct hfi1_tid_sge *sges, u32 nsges);
+int hfi1_tid_exp_rcv_clear(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+			   struct hfi1_tid_req *req);
+int hfi1_tid_exp_rcv_clear_all(const struct hfi1_tid_rcd *rcd,
+			       struct hfi1_tid_qp *qp, struct hfi1_tid_req *req);
+int hfi1_tid_flush_wait(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp);
+int hfi1_tid_trigger_resume(struct hfi1_tid_qp *qp);
+
 
 u32 hfi1_tid_abi_version(void);
 u32 hfi1_tid_generation_next(u32 generation);

@@ -13,12 +13,14 @@
 
 #include "hfi1_tid.h"
 #include "glue.h"
+#include "engine_test.h"
 
 static ulong seed;
 module_param(seed, ulong, 0444);
 MODULE_PARM_DESC(seed, "seed for the random inputs (0: pick one and print it)");
 
 static unsigned int passed, failed;
+static struct hfi1_tid_test_result engine;
 
 #define CHECK(cond)                                                          \
 	do {                                                                 \
@@ -229,6 +231,11 @@ static int __init hfi1_tid_selftest_init(void)
 	test_generation_next();
 	test_flows_disable_regfile();
 	test_sim_chips();
+#ifdef HFI1_TID_ENGINE_TEST
+	hfi1_tid_engine_test(&engine);
+	passed += engine.passed;
+	failed += engine.failed;
+#endif
 #ifdef HFI1_TID_LOCKDEP_DEMO
 	CHECK(hfi1_tid_lockdep_demo() == 0);
 #endif
@@ -239,11 +246,18 @@ static int __init hfi1_tid_selftest_init(void)
 static void __exit hfi1_tid_selftest_exit(void)
 {
 	struct hfi1_tid_alloc_stats s;
+	struct hfi1_tid_test_result *e = &engine;
+	unsigned long left;
 
 	hfi1_tid_alloc_stats(&s);
-	pr_info("%s: unload: allocations live %ld (of %ld, %ld atomic), qp refs 0, tids 0, flows 0\n",
-		HFI1_TID_MOD, s.live, s.total, s.atomic);
-	if (s.live)
+	left = s.live + e->flows_left + e->groups_left + e->waiters_left +
+	       e->qps_still_referenced + e->ctx_busy + e->objects_left +
+	       e->qp_refs_left + e->dma_left;
+	pr_info("%s: unload: allocations live %ld (of %ld, %ld atomic), qp refs %lu, QPs still referenced %lu, TID groups %lu, flows %lu, waiters %lu, busy contexts %lu, engine objects %lu, DMA mappings %lu\n",
+		HFI1_TID_MOD, s.live, s.total, s.atomic, e->qp_refs_left,
+		e->qps_still_referenced, e->groups_left, e->flows_left,
+		e->waiters_left, e->ctx_busy, e->objects_left, e->dma_left);
+	if (left)
 		pr_err("%s: unload: LEAK\n", HFI1_TID_MOD);
 	else
 		pr_info("%s: unload: nothing left over\n", HFI1_TID_MOD);

@@ -8,6 +8,8 @@
 #  - undefined symbols other than the kernel's mem* functions, the
 #    retpoline/return thunks and our own hfi1_tid_* C callbacks,
 #  - any SSE register use (the kernel does not save FPU state for us),
+#  - a stack frame above FRAME_LIMIT bytes (default 4096) or a stack probe
+#    loop (kernel stacks are 16 KiB; the kernel's C gets a warning at 2048),
 #  - any objtool complaint with the flags kbuild uses for module objects.
 set -euo pipefail
 obj=$1 kdir=$2
@@ -30,6 +32,35 @@ fi
 if objdump -d "$obj" | grep -Eq '%[xyz]mm[0-9]'; then
     echo "check-object: SSE/AVX registers used:" >&2
     objdump -d "$obj" | grep -E '%[xyz]mm[0-9]' | head -5 >&2
+    fail=1
+fi
+
+# Stack frames: the sum of each function's `sub $N,%rsp` (a frame above a
+# page is allocated a page at a time, unrolled or in a probe loop whose
+# bound is set with `sub $N,%r11`). Summing over all paths overestimates a
+# function with several exits; that errs on the safe side.
+FRAME_LIMIT=${FRAME_LIMIT:-4096}
+frames=""
+declare -A fmax=()
+while read -r fn hex reg; do
+    v=$((16#$hex))
+    [ "$reg" = r11 ] && fmax[$fn]="probe"
+    if [ "${fmax[$fn]:-0}" != probe ] && [ "$reg" = rsp ]; then fmax[$fn]=$(( ${fmax[$fn]:-0} + v )); fi
+done < <(objdump -d --no-show-raw-insn "$obj" | awk '
+    /^[0-9a-f]+ <.*>:$/ { fn = $2; gsub(/[<>:]/, "", fn) }
+    /sub +\$0x[0-9a-f]+,%r(sp|11)$/ {
+        n = $0; sub(/.*\$0x/, "", n); r = n; sub(/,.*/, "", n); sub(/.*%/, "", r)
+        print fn, n, r
+    }')
+for fn in "${!fmax[@]}"; do
+    v=${fmax[$fn]}
+    if [ "$v" = probe ] || [ "$v" -gt "$FRAME_LIMIT" ]; then
+        frames+="$fn: ${v/probe/over a page, with a stack probe loop}"$'\n'
+    fi
+done
+if [ -n "$frames" ]; then
+    echo "check-object: stack frames above $FRAME_LIMIT bytes:" >&2
+    echo "$frames" >&2
     fail=1
 fi
 

@@ -35,13 +35,16 @@
     )
 )]
 
-#[cfg(any(feature = "sim", target_os = "none"))]
 extern crate alloc;
 
 pub mod abi;
+#[cfg(feature = "engine")]
+pub mod engine;
 pub mod errno;
 #[cfg(target_os = "none")]
 pub mod kernel;
+#[cfg(feature = "engine")]
+pub mod kplat;
 #[cfg(feature = "lockdep-demo")]
 pub mod lockdep_demo;
 pub mod platform;

@@ -52,6 +52,17 @@ const STRUCTS: &[(&str, &str)] = &[
     ("ChipOps", "hfi1_tid_chip_ops"),
     ("PageSetC", "hfi1_tid_pageset"),
     ("OpfnParams", "hfi1_tid_opfn_params"),
+    ("PlatformOps", "hfi1_tid_platform_ops"),
+    ("CtxParams", "hfi1_tid_ctx_params"),
+    ("CtxStats", "hfi1_tid_ctx_stats"),
+    ("SgeC", "hfi1_tid_sge"),
+];
+
+/// Opaque handles: Rust type, C struct name (declared, never defined, in C).
+const OPAQUE: &[(&str, &str)] = &[
+    ("Rcd", "hfi1_tid_rcd"),
+    ("KQp", "hfi1_tid_qp"),
+    ("Req", "hfi1_tid_req"),
 ];
 
 /// Rust type (as written in this crate's ABI) to C type.
@@ -63,7 +74,7 @@ fn rust_to_c(t: &str) -> String {
     if let Some(inner) = t.strip_prefix("*const ") {
         return format!("const {} *", rust_to_c(inner));
     }
-    if let Some((_, c)) = STRUCTS.iter().find(|(r, _)| *r == t) {
+    if let Some((_, c)) = STRUCTS.iter().chain(OPAQUE).find(|(r, _)| *r == t) {
         return format!("struct {c}");
     }
     match t.as_str() {

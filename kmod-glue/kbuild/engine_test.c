@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+/*
+ * Self-test of the stateful engine on real kernel primitives: named
+ * spinlocks, a real workqueue for the deferred wake-ups (queue_work_on with
+ * its "already pending" answer), reference-counted QPs, DMA mappings that
+ * are counted, and get_random_u32() for the flow generations.
+ *
+ * Phase 1 ("exhaustion"): many QPs, each a small state machine on the
+ * workqueue, set up a hardware flow and one segment, hold them a few
+ * jiffies, and give them back. There are fewer flows than QPs and room in
+ * the RcvArray for only two segments at a time, so most QPs are queued and
+ * only progress when a deferred wake-up runs their send engine again.
+ *
+ * Phase 2 ("flush"): all 32 flows are taken, more QPs queue for one, half
+ * of those are flushed (QP reset) while queued; releasing the flows must
+ * wake only the others, and every reference must come back.
+ */
+#include <linux/kernel.h>
+#include <linux/slab.h>
+#include <linux/gfp.h>
+#include <linux/mm.h>
+#include <linux/io.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <linux/completion.h>
+#include <linux/random.h>
+#include <linux/atomic.h>
+#include <linux/cpumask.h>
+#include <linux/jiffies.h>
+
+#include "hfi1_tid.h"
+#include "glue.h"
+#include "engine_test.h"
+
+#define NQPS 64
+#define NFLOWS 32
+#define SEG_PAGES 16
+#define NGROUPS 4		/* 32 RcvArray entries: two 16-page segments */
+#define NWAITERS 8		/* phase 2: QPs queued behind the 32 holders */
+
+enum tqp_mode { MODE_SEGMENT, MODE_FLOW_ONLY };
+
+struct etest;
+
+struct tqp {
+	spinlock_t s_lock;
+	atomic_t refs;
+	struct hfi1_tid_qp *h;
+	struct hfi1_tid_req *req;
+	struct work_struct trigger_work;
+	struct delayed_work send_work;
+	struct etest *t;
+	enum tqp_mode mode;
+	int state;
+	int rounds;
+	int error;
+	bool flushed;
+	bool got_flow;
+	unsigned int id;
+	atomic_t sends;
+};
+
+struct etest {
+	struct workqueue_struct *wq;
+	struct hfi1_tid_rcd *rcd;
+	struct tqp *qps[NQPS];
+	struct hfi1_tid_sge sges[SEG_PAGES];
+	struct page *pages[SEG_PAGES];
+	struct completion all_done;
+	atomic_t done;
+	int nqps;
+	struct { u64 flow[NFLOWS]; unsigned int writes, tids, fills; } chip;
+};
+
+static atomic_long_t extra_refs = ATOMIC_LONG_INIT(0);
+static atomic_long_t dma_live = ATOMIC_LONG_INIT(0);
+static atomic_long_t wakeups_queued = ATOMIC_LONG_INIT(0);
+static atomic_long_t wakeups_pending = ATOMIC_LONG_INIT(0);
+
+/* ---- platform callbacks ---- */
+
+static void p_spin_lock_init(void *lock, u32 class)
+{
+	if (class == 0)
+		hfi1_tid_init_exp_lock(lock);
+	else
+		hfi1_tid_init_s_lock(lock);
+}
+
+static size_t p_spin_lock_irqsave(void *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave((spinlock_t *)lock, flags);
+	return flags;
+}
+
+static void p_spin_unlock_irqrestore(void *lock, size_t flags)
+{
+	spin_unlock_irqrestore((spinlock_t *)lock, flags);
+}
+
+static void p_qp_get(void *cookie)
+{
+	struct tqp *q = cookie;
+
+	atomic_inc(&q->refs);
+	atomic_long_inc(&extra_refs);
+}
+
+static void tqp_release(struct tqp *q)
+{
+	hfi1_tid_qp_destroy(q->h);
+	q->h = NULL;
+}
+
+static void p_qp_put(void *cookie)
+{
+	struct tqp *q = cookie;
+
+	atomic_long_dec(&extra_refs);
+	if (atomic_dec_and_test(&q->refs))
+		tqp_release(q);
+}
+
+static bool p_queue_trigger(void *cookie, u32 cpu)
+{
+	struct tqp *q = cookie;
+	bool queued;
+
+	if (cpu >= nr_cpu_ids || !cpu_online(cpu))
+		cpu = WORK_CPU_UNBOUND;
+	queued = queue_work_on(cpu, q->t->wq, &q->trigger_work);
+	atomic_long_inc(queued ? &wakeups_queued : &wakeups_pending);
+	return queued;
+}
+
+static void p_schedule_send(void *cookie)
+{
+	struct tqp *q = cookie;
+
+	atomic_inc(&q->sends);
+	queue_delayed_work(q->t->wq, &q->send_work, 0);
+}
+
+static void p_do_send(void *cookie)
+{
+	p_schedule_send(cookie);
+}
+
+static int p_dma_map(void *dev, u64 addr, u32 len, u64 *bus)
+{
+	if (!virt_addr_valid((void *)(uintptr_t)addr))
+		return -EFAULT;
+	*bus = virt_to_phys((void *)(uintptr_t)addr);
+	atomic_long_inc(&dma_live);
+	return 0;
+}
+
+static void p_dma_unmap(void *dev, u64 bus, u32 len)
+{
+	atomic_long_dec(&dma_live);
+}
+
+static u32 p_random_u32(void)
+{
+	return get_random_u32();
+}
+
+static const struct hfi1_tid_platform_ops platform_ops = {
+	.spin_lock_init = p_spin_lock_init,
+	.spin_lock_irqsave = p_spin_lock_irqsave,
+	.spin_unlock_irqrestore = p_spin_unlock_irqrestore,
+	.qp_get = p_qp_get,
+	.qp_put = p_qp_put,
+	.queue_trigger = p_queue_trigger,
+	.schedule_send = p_schedule_send,
+	.do_send = p_do_send,
+	.dma_map = p_dma_map,
+	.dma_unmap = p_dma_unmap,
+	.random_u32 = p_random_u32,
+};
+
+/* The chip: a register file, written under exp_lock. */
+static void c_put_tid(void *chip, u32 rcventry, u32 ty, u64 pa, u32 order)
+{
+	struct etest *t = chip;
+
+	t->chip.tids++;
+}
+
+static void c_wc_fill(void *chip, u32 rcventry)
+{
+	struct etest *t = chip;
+
+	t->chip.fills++;
+}
+
+static void c_write_flow(void *chip, u32 flow, u64 value)
+{
+	struct etest *t = chip;
+
+	if (flow < NFLOWS)
+		t->chip.flow[flow] = value;
+	t->chip.writes++;
+}
+
+static u64 c_read_flow(void *chip, u32 flow)
+{
+	struct etest *t = chip;
+
+	return flow < NFLOWS ? t->chip.flow[flow] : 0;
+}
+
+static const struct hfi1_tid_chip_ops chip_ops = {
+	.put_tid = c_put_tid,
+	.wc_fill = c_wc_fill,
+	.write_flow = c_write_flow,
+	.read_flow = c_read_flow,
+};
+
+/* ---- the QPs' send engine: a state machine on the workqueue ---- */
+
+static void tqp_finish(struct tqp *q, int error)
+{
+	q->error = error;
+	q->state = 3;
+	if (atomic_inc_return(&q->t->done) == q->t->nqps)
+		complete(&q->t->all_done);
+}
+
+static void tqp_send(struct work_struct *w)
+{
+	struct tqp *q = container_of(to_delayed_work(w), struct tqp, send_work);
+	struct etest *t = q->t;
+	int r;
+
+	if (q->flushed || q->state == 3)
+		return;
+	if (q->state == 0) {
+		r = hfi1_tid_setup_hw_flow(t->rcd, q->h);
+		if (r == -EAGAIN)
+			return;		/* queued: a wake-up brings us back */
+		if (r)
+			return tqp_finish(q, r);
+		q->got_flow = true;
+		q->state = 1;
+		if (q->mode == MODE_FLOW_ONLY)
+			return;
+	}
+	if (q->state == 1) {
+		r = hfi1_tid_exp_rcv_setup(t->rcd, q->h, q->req, t->sges, SEG_PAGES);
+		if (r == -EAGAIN)
+			return;
+		if (r)
+			return tqp_finish(q, r);
+		q->state = 2;
+		/* Hold the flow and the TIDs while others queue behind. */
+		queue_delayed_work(t->wq, &q->send_work, 1 + q->id % 3);
+		return;
+	}
+	if (q->state == 2) {
+		r = hfi1_tid_exp_rcv_clear(t->rcd, q->h, q->req);
+		hfi1_tid_clear_hw_flow(t->rcd, q->h);
+		q->got_flow = false;
+		if (r)
+			return tqp_finish(q, r);
+		if (--q->rounds > 0) {
+			q->state = 0;
+			queue_delayed_work(t->wq, &q->send_work, 0);
+			return;
+		}
+		tqp_finish(q, 0);
+	}
+}
+
+static void tqp_trigger(struct work_struct *w)
+{
+	struct tqp *q = container_of(w, struct tqp, trigger_work);
+
+	hfi1_tid_trigger_resume(q->h);
+}
+
+static struct tqp *tqp_new(struct etest *t, unsigned int id, enum tqp_mode mode)
+{
+	struct tqp *q = kzalloc(sizeof(*q), GFP_KERNEL);
+
+	if (!q)
+		return NULL;
+	hfi1_tid_init_s_lock(&q->s_lock);
+	atomic_set(&q->refs, 1);
+	INIT_WORK(&q->trigger_work, tqp_trigger);
+	INIT_DELAYED_WORK(&q->send_work, tqp_send);
+	q->t = t;
+	q->id = id;
+	q->mode = mode;
+	q->rounds = 2;
+	q->h = hfi1_tid_qp_create(q, 0x100 + id, id, id % num_online_cpus(), &q->s_lock);
+	q->req = hfi1_tid_req_create(SEG_PAGES * PAGE_SIZE, 1, 4096);
+	if (!q->h || !q->req || hfi1_tid_req_alloc_flows(q->req)) {
+		hfi1_tid_req_destroy(q->req);
+		hfi1_tid_qp_destroy(q->h);
+		kfree(q);
+		return NULL;
+	}
+	return q;
+}
+
+/* Drops the creator's reference; true if that was the last one. */
+static bool tqp_free(struct tqp *q)
+{
+	bool last;
+
+	if (!q)
+		return true;
+	cancel_delayed_work_sync(&q->send_work);
+	cancel_work_sync(&q->trigger_work);
+	hfi1_tid_exp_rcv_clear_all(q->t->rcd, q->h, q->req);
+	hfi1_tid_req_destroy(q->req);
+	last = atomic_read(&q->refs) == 1;
+	if (!last)
+		return false;	/* still referenced: leak it rather than free it */
+	if (atomic_dec_and_test(&q->refs))
+		tqp_release(q);
+	kfree(q);
+	return true;
+}
+
+static bool ctx_stats(struct etest *t, struct hfi1_tid_ctx_stats *s)
+{
+	return t->qps[0] && !hfi1_tid_ctx_stats(t->rcd, t->qps[0]->h, s);
+}
+
+static int etest_setup(struct etest *t, int nqps, enum tqp_mode mode)
+{
+	struct hfi1_tid_ctx_params p = {
+		.ctxt = 1, .expected_base = 64, .ngroups = NGROUPS, .qp_slots = NQPS,
+	};
+	int i;
+
+	t->wq = alloc_workqueue("hfi1_tid_test", WQ_MEM_RECLAIM, 0);
+	init_completion(&t->all_done);
+	t->rcd = hfi1_tid_ctx_create(&p, &chip_ops, t, NULL);
+	if (!t->wq || !t->rcd)
+		return -ENOMEM;
+	for (i = 0; i < SEG_PAGES; i++) {
+		/* Every other page of a fresh block: no two contiguous. */
+		t->pages[i] = alloc_pages(GFP_KERNEL, 1);
+		if (!t->pages[i])
+			return -ENOMEM;
+		t->sges[i].vaddr = (u64)(uintptr_t)page_address(t->pages[i]);
+		t->sges[i].length = PAGE_SIZE;
+	}
+	t->nqps = nqps;
+	for (i = 0; i < nqps; i++) {
+		t->qps[i] = tqp_new(t, i, mode);
+		if (!t->qps[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Tears everything down; adds what was left over to *leaks. */
+static void etest_teardown(struct etest *t, struct hfi1_tid_test_result *res)
+{
+	struct hfi1_tid_ctx_stats s;
+	int i;
+
+	if (t->wq)
+		flush_workqueue(t->wq);
+	if (t->rcd && ctx_stats(t, &s)) {
+		res->flows_left += s.flows_used;
+		res->groups_left += NGROUPS - s.groups_free;
+		res->waiters_left += s.flow_waiters + s.rarr_waiters;
+	}
+	for (i = 0; i < NQPS; i++) {
+		if (t->qps[i] && !tqp_free(t->qps[i]))
+			res->qps_still_referenced++;
+		t->qps[i] = NULL;
+	}
+	if (t->rcd && hfi1_tid_ctx_destroy(t->rcd))
+		res->ctx_busy++;
+	for (i = 0; i < SEG_PAGES; i++)
+		if (t->pages[i])
+			__free_pages(t->pages[i], 1);
+	if (t->wq)
+		destroy_workqueue(t->wq);
+}
+
+static void phase_exhaustion(struct hfi1_tid_test_result *res)
+{
+	struct etest *t = kzalloc(sizeof(*t), GFP_KERNEL);
+	struct hfi1_tid_ctx_stats s;
+	int i, errors = 0, sends = 0;
+	long waited;
+
+	if (!t || etest_setup(t, NQPS, MODE_SEGMENT)) {
+		res->failed++;
+		pr_err("%s: exhaustion: setup failed\n", HFI1_TID_MOD);
+		goto out;
+	}
+	for (i = 0; i < NQPS; i++)
+		queue_delayed_work(t->wq, &t->qps[i]->send_work, 0);
+	waited = wait_for_completion_timeout(&t->all_done, 60 * HZ);
+	flush_workqueue(t->wq);
+	for (i = 0; i < NQPS; i++) {
+		errors += t->qps[i]->error != 0;
+		sends += atomic_read(&t->qps[i]->sends);
+	}
+	HFI1_TID_CHECK(res, waited > 0);
+	HFI1_TID_CHECK(res, atomic_read(&t->done) == NQPS);
+	HFI1_TID_CHECK(res, errors == 0);
+	/* Most QPs had to wait: wake-ups ran their send engines again. */
+	HFI1_TID_CHECK(res, sends > NQPS);
+	HFI1_TID_CHECK(res, ctx_stats(t, &s));
+	HFI1_TID_CHECK(res, s.tid_waits >= NQPS);
+	HFI1_TID_CHECK(res, s.flows_used == 0 && s.groups_free == NGROUPS);
+	HFI1_TID_CHECK(res, s.flow_waiters == 0 && s.rarr_waiters == 0);
+	HFI1_TID_CHECK(res, t->chip.tids > 0 && t->chip.writes > NFLOWS);
+	HFI1_TID_CHECK(res, atomic_long_read(&dma_live) == 0);
+	pr_info("%s: exhaustion: %d QPs x 2 rounds, %d send-engine runs, %llu waits, %ld wake-ups queued, %ld already pending\n",
+		HFI1_TID_MOD, NQPS, sends, s.tid_waits,
+		atomic_long_read(&wakeups_queued), atomic_long_read(&wakeups_pending));
+out:
+	if (t)
+		etest_teardown(t, res);
+	kfree(t);
+}
+
+static void phase_flush(struct hfi1_tid_test_result *res)
+{
+	struct etest *t = kzalloc(sizeof(*t), GFP_KERNEL);
+	struct hfi1_tid_ctx_stats s;
+	int i, queued = 0, woken = 0, wrongly_woken = 0;
+
+	if (!t || etest_setup(t, NFLOWS + NWAITERS, MODE_FLOW_ONLY)) {
+		res->failed++;
+		pr_err("%s: flush: setup failed\n", HFI1_TID_MOD);
+		goto out;
+	}
+	for (i = 0; i < NFLOWS; i++)
+		HFI1_TID_CHECK(res, hfi1_tid_setup_hw_flow(t->rcd, t->qps[i]->h) == 0);
+	for (i = NFLOWS; i < NFLOWS + NWAITERS; i++) {
+		queued += hfi1_tid_setup_hw_flow(t->rcd, t->qps[i]->h) == -EAGAIN;
+		HFI1_TID_CHECK(res, hfi1_tid_qp_waiting(t->qps[i]->h) == 1);
+		/* The queue holds a reference. */
+		HFI1_TID_CHECK(res, atomic_read(&t->qps[i]->refs) == 2);
+	}
+	HFI1_TID_CHECK(res, queued == NWAITERS);
+	/* QP reset of every other waiter while it is queued. */
+	for (i = NFLOWS; i < NFLOWS + NWAITERS; i += 2) {
+		t->qps[i]->flushed = true;
+		HFI1_TID_CHECK(res, hfi1_tid_flush_wait(t->rcd, t->qps[i]->h) == 0);
+		HFI1_TID_CHECK(res, hfi1_tid_qp_waiting(t->qps[i]->h) == 0);
+		HFI1_TID_CHECK(res, atomic_read(&t->qps[i]->refs) == 1);
+	}
+	flush_workqueue(t->wq);
+	HFI1_TID_CHECK(res, ctx_stats(t, &s) && s.flows_used == NFLOWS &&
+			    s.flow_waiters == NWAITERS / 2);
+	/* Release the flows: the remaining waiters must get them. */
+	for (i = 0; i < NFLOWS; i++) {
+		hfi1_tid_clear_hw_flow(t->rcd, t->qps[i]->h);
+		t->qps[i]->got_flow = false;
+	}
+	flush_workqueue(t->wq);
+	flush_workqueue(t->wq);
+	for (i = NFLOWS; i < NFLOWS + NWAITERS; i++) {
+		if (t->qps[i]->flushed)
+			wrongly_woken += atomic_read(&t->qps[i]->sends);
+		else
+			woken += t->qps[i]->got_flow;
+	}
+	HFI1_TID_CHECK(res, woken == NWAITERS / 2);
+	HFI1_TID_CHECK(res, wrongly_woken == 0);
+	HFI1_TID_CHECK(res, ctx_stats(t, &s) && s.flows_used == NWAITERS / 2 &&
+			    s.flow_waiters == 0);
+	for (i = NFLOWS; i < NFLOWS + NWAITERS; i++) {
+		hfi1_tid_clear_hw_flow(t->rcd, t->qps[i]->h);
+		HFI1_TID_CHECK(res, atomic_read(&t->qps[i]->refs) == 1);
+	}
+	flush_workqueue(t->wq);
+	HFI1_TID_CHECK(res, ctx_stats(t, &s) && s.flows_used == 0);
+	pr_info("%s: flush: %d queued, %d flushed, %d woken after release\n",
+		HFI1_TID_MOD, queued, NWAITERS / 2, woken);
+out:
+	if (t)
+		etest_teardown(t, res);
+	kfree(t);
+}
+
+void hfi1_tid_engine_test(struct hfi1_tid_test_result *res)
+{
+	int r = hfi1_tid_platform_register(&platform_ops);
+
+	BUILD_BUG_ON(sizeof(spinlock_t) > HFI1_TID_SPINLOCK_BYTES);
+	HFI1_TID_CHECK(res, r == 0);
+	if (r)
+		return;
+	/* A second table is refused; a table with a hole would be too. */
+	HFI1_TID_CHECK(res, hfi1_tid_platform_register(&platform_ops) == -EBUSY);
+	phase_exhaustion(res);
+	phase_flush(res);
+	HFI1_TID_CHECK(res, atomic_long_read(&extra_refs) == 0);
+	HFI1_TID_CHECK(res, atomic_long_read(&dma_live) == 0);
+	res->objects_left = hfi1_tid_live_objects();
+	res->qp_refs_left = atomic_long_read(&extra_refs);
+	res->dma_left = atomic_long_read(&dma_live);
+	HFI1_TID_CHECK(res, res->objects_left == 0);
+	HFI1_TID_CHECK(res, hfi1_tid_platform_unregister() == 0);
+}
