@@ -45,6 +45,8 @@ impl From<FlowError> for Errno {
 ///
 /// The receive context's `exp_lock` (it guards the bitmap).
 #[unsafe(no_mangle)]
+// The conversion below is the identity while `reserve` reports `FlowError`.
+#[allow(clippy::useless_conversion)]
 pub unsafe extern "C" fn hfi1_tid_flow_reserve(mask: *mut u32, last: i32) -> i32 {
     // SAFETY: the caller promises `mask` is null or valid.
     let Some(mask) = (unsafe { mask.as_mut() }) else {
@@ -65,7 +67,8 @@ pub unsafe extern "C" fn hfi1_tid_flow_reserve(mask: *mut u32, last: i32) -> i32
             *mask = flows.mask();
             i32::from(f.get())
         }
-        Err(e) => Errno::from(e).to_neg(),
+        // Through FlowError, whatever error type `reserve` reports.
+        Err(e) => Errno::from(FlowError::from(e)).to_neg(),
     }
 }
 
