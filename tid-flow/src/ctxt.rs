@@ -216,7 +216,7 @@ pub fn setup_hw_flow<P: FlowPlatform>(
         let got = if es.waiters.waiters(QueueKind::Flow, qp, flags) {
             Err(FlowError::Again)
         } else {
-            es.flows.reserve(flow.last_index)
+            es.flows.reserve(flow.last_index).map_err(FlowError::from)
         };
         let f = match got {
             Ok(f) => f,

@@ -15,6 +15,18 @@ use hfi1_hal::{FlowIndex, FlowTableReg, Generation};
 
 use crate::FlowError;
 
+/// All 32 hardware flows are taken. Kernel: the `-EAGAIN` of
+/// `kern_reserve_flow()`; converts to [`FlowError::Again`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no free hardware flow")]
+pub struct NoFreeFlow;
+
+impl From<NoFreeFlow> for FlowError {
+    fn from(_: NoFreeFlow) -> Self {
+        Self::Again
+    }
+}
+
 /// The flow bitmap and the generation of every flow of one context.
 /// Kernel: `rcd->flow_mask` and `rcd->flows[].generation`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,8 +65,9 @@ impl HwFlows {
     ///
     /// # Errors
     ///
-    /// [`FlowError::Again`] when all 32 flows are taken.
-    pub fn reserve(&mut self, last: Option<FlowIndex>) -> Result<FlowIndex, FlowError> {
+    /// [`NoFreeFlow`] when all 32 flows are taken.
+    #[inline]
+    pub fn reserve(&mut self, last: Option<FlowIndex>) -> Result<FlowIndex, NoFreeFlow> {
         if let Some(l) = last {
             let bit = 1u32 << l.get();
             if self.mask & bit == 0 {
@@ -63,18 +76,20 @@ impl HwFlows {
             }
         }
         let free = (!self.mask).trailing_zeros();
-        let f = FlowIndex::new(free).ok_or(FlowError::Again)?;
+        let f = FlowIndex::new(free).ok_or(NoFreeFlow)?;
         self.mask |= 1 << free;
         Ok(f)
     }
 
     /// Frees a flow's bit. Kernel: `clear_bit(idx, &rcd->flow_mask)`.
+    #[inline]
     pub fn release(&mut self, f: FlowIndex) {
         self.mask &= !(1u32 << f.get());
     }
 
     /// Arms flow `f` with its current generation; returns it.
     /// Kernel: `kern_setup_hw_flow()`.
+    #[inline]
     pub fn setup(&mut self, chip: &mut impl FlowTable, f: FlowIndex) -> Generation {
         let g = self.generation(f);
         chip.write_flow(f, FlowTableReg::for_generation(g));
@@ -84,6 +99,7 @@ impl HwFlows {
     /// Moves flow `f` to its next generation and disables it (writes the
     /// reserved generation). Does not free its bit.
     /// Kernel: `kern_clear_hw_flow()`.
+    #[inline]
     pub fn clear(&mut self, chip: &mut impl FlowTable, f: FlowIndex) {
         if let Some(g) = self.generations.get_mut(f.as_usize()) {
             *g = g.next();
@@ -92,6 +108,7 @@ impl HwFlows {
     }
 
     /// Flow `f`'s generation.
+    #[inline]
     pub fn generation(&self, f: FlowIndex) -> Generation {
         self.generations
             .get(f.as_usize())
@@ -100,6 +117,7 @@ impl HwFlows {
     }
 
     /// Overrides flow `f`'s generation (one received in a RESYNC).
+    #[inline]
     pub fn set_generation(&mut self, f: FlowIndex, g: Generation) {
         if let Some(slot) = self.generations.get_mut(f.as_usize()) {
             *slot = g;
@@ -107,6 +125,7 @@ impl HwFlows {
     }
 
     /// True if flow `f` is reserved.
+    #[inline]
     pub fn is_reserved(&self, f: FlowIndex) -> bool {
         self.mask & (1 << f.get()) != 0
     }
@@ -175,7 +194,7 @@ mod tests {
             h.reserve(None).unwrap();
         }
         assert_eq!(h.free_count(), 0);
-        assert_eq!(h.reserve(None), Err(FlowError::Again));
+        assert_eq!(h.reserve(None), Err(NoFreeFlow));
         h.release(f(17));
         assert_eq!(h.reserve(Some(f(3))), Ok(f(17)));
     }

@@ -78,7 +78,7 @@ pub mod sim;
 pub use ctxt::{
     CtxtParts, ExpGuard, ExpState, FlowPlatform, QpLocked, RcvCtxt, clear_hw_flow, setup_hw_flow,
 };
-pub use flows::{HwFlows, QpFlowState};
+pub use flows::{HwFlows, NoFreeFlow, QpFlowState};
 pub use segment::{
     FlowRecord, FlowRing, SegmentPsns, Sge, SgeCursor, TidRequest, exp_rcv_clear,
     exp_rcv_clear_all, exp_rcv_setup, ring_count, ring_next, ring_space,

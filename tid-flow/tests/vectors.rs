@@ -10,7 +10,7 @@ use hfi1_hal::platform::FlowTable;
 use hfi1_hal::sim::{SimCall, SimContext};
 use hfi1_hal::{FlowIndex, Generation};
 use serde_json::Value;
-use tid_flow::{FlowError, HwFlows};
+use tid_flow::{HwFlows, NoFreeFlow};
 use vectors::{Tally, check, load, u64_of};
 
 fn csr_of(log: Vec<SimCall>) -> Vec<(u64, u64)> {
@@ -77,8 +77,7 @@ fn run_line(line: &Value) -> Result<(), String> {
                 let pref = u32::try_from(last).ok().and_then(FlowIndex::new);
                 let got = match flows.reserve(pref) {
                     Ok(f) => Value::from(f.get()),
-                    Err(FlowError::Again) => Value::from("EAGAIN"),
-                    Err(e) => return Err(at(format!("unexpected error {e:?}"))),
+                    Err(NoFreeFlow) => Value::from("EAGAIN"),
                 };
                 check("ret", &got, op.get("ret").ok_or("missing ret")?).map_err(at)?;
             }
