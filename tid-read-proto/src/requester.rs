@@ -85,6 +85,9 @@ struct Wqe<P: FlowPlatform> {
     /// Per ring slot: which packets of the segment the chip has placed
     /// (bit i = the segment's packet i).
     placed: [u64; MAX_FLOWS],
+    /// Per ring slot: the segment's last packet was placed in the
+    /// current generation (so the responder has finished streaming it).
+    tail_seen: [bool; MAX_FLOWS],
 }
 
 impl<P: FlowPlatform> Wqe<P> {
@@ -309,6 +312,7 @@ where
             comp_seg: 0,
             started: false,
             placed: [0; MAX_FLOWS],
+            tail_seen: [false; MAX_FLOWS],
         });
     }
     req.tail = req.tail.wrapping_add(1);
@@ -454,6 +458,9 @@ where
             if let Some(b) = wqe.placed.get_mut(usize::from(head)) {
                 *b = 0;
             }
+            if let Some(t) = wqe.tail_seen.get_mut(usize::from(head)) {
+                *t = false;
+            }
             rec.psns.ib_spsn = req.s_next_psn;
             rec.psns.ib_lpsn = req.s_next_psn.add(npkts - 1);
             req.s_next_psn = req.s_next_psn.add(npkts);
@@ -563,7 +570,11 @@ where
                     flow.psn = flow.psn.wrapping_add(rec.npkts);
                 }
                 // What the chip placed stays placed: the TIDs and the
-                // bytes are the same in the new generation.
+                // bytes are the same in the new generation. But the
+                // segment now waits for the end of its new stream.
+                if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
+                    *t = false;
+                }
                 k = tid_flow::ring_next(k);
             }
             if sent > 0 {
@@ -705,21 +716,29 @@ where
                 let Some(rec) = w.tid.flow(k) else { break };
                 let ps = rec.psns;
                 let mut mark = 0u64;
+                let mut tail = false;
                 if !hit && ipsn.within(ps.ib_spsn, ps.ib_lpsn) {
                     let off = u32::try_from(ipsn.delta(ps.ib_spsn)).unwrap_or(u32::MAX);
                     if off < 64 && bth_psn == ps.full_psn(ps.spsn.wrapping_add(off)) {
                         mark |= 1 << off;
                         hit = true;
+                        tail = off.wrapping_add(1) == rec.npkts;
                     }
                 }
                 if let Some(c) = chip {
                     if rec.idx == Some(c.flow) && c.next.generation() == ps.generation {
                         let n = c.next.seq().saturating_sub(ps.spsn).min(rec.npkts);
                         mark |= full_mask(n);
+                        tail |= n == rec.npkts;
                     }
                 }
                 if let Some(b) = w.placed.get_mut(usize::from(k)) {
                     *b |= mark;
+                }
+                if tail {
+                    if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
+                        *t = true;
+                    }
                 }
                 k = tid_flow::ring_next(k);
             }
@@ -744,10 +763,14 @@ where
                     None => break,
                 };
                 let full = full_mask(npkts);
+                let tail = w.tail_seen.get(usize::from(k)).copied().unwrap_or(false);
                 let Some(b) = w.placed.get_mut(usize::from(k)) else {
                     break;
                 };
-                if *b & full != full {
+                // Every packet placed, and the stream that is serving the
+                // segment now has ended: no packet of it can still be on
+                // its way from the responder once its TIDs are reused.
+                if *b & full != full || !tail {
                     break;
                 }
                 *b = 0;

@@ -334,18 +334,12 @@ fn duplicate(
     e.cursor = Cursor::default();
     e.sent = false;
     e.mr = taken.get();
-    // Every later entry already sent goes out again too, from its start
-    // (kernel: "re-process old requests"); one being sent keeps going.
-    let mut j = Responder::next(i);
-    while j != resp.head {
-        if let Some(l) = resp.ack.get_mut(j) {
-            if l.sent {
-                l.cursor = Cursor::default();
-                l.sent = false;
-            }
-        }
-        j = Responder::next(j);
-    }
+    // Only this entry goes out again: the send engine skips the entries
+    // after it that were already sent. (The driver re-sends all of them;
+    // our requester asks for each segment it needs again with its own
+    // READ_REQ, and re-sending segments the requester has completed would
+    // put packets of a live generation on the wire for TIDs it may have
+    // handed to another QP.)
     // Send from the older of the entry and where sending stood.
     let age = |x: usize| (resp.head + ACK_QUEUE_SIZE - x) % ACK_QUEUE_SIZE;
     if resp.tail == resp.head || age(i) > age(resp.tail) {
@@ -399,6 +393,10 @@ where
             resp.tail = Responder::next(tail);
             continue;
         };
+        if e.sent {
+            resp.tail = Responder::next(tail);
+            continue;
+        }
         let flow = acc.resp_flow(conn.remote.jkey, conn.remote.urg != 0, conn.pmtu);
         let mut b = RespBuilder::new(&flow);
         b.set_cursor(e.cursor);
