@@ -512,10 +512,13 @@ fn flush_run(
         // flushes, so no filler either.
         return Ok(idx);
     }
-    if let Some(&first) = pages.get(idx) {
-        bad.run(first, count);
-    }
-    flush_pages(sets, pages, idx, count)
+    let first = *pages.get(idx).ok_or(AllocError::PageRange)?;
+    bad.run(first, count);
+    // The same sets as `flush_pages`, with the addresses worked out from
+    // the run's first page.
+    emit_run(sets, idx, count, first)?;
+    pad_even(sets)?;
+    Ok(idx.wrapping_add(count))
 }
 
 /// Page sets for a segment, with the variant the driver picks from the
