@@ -36,6 +36,61 @@
 //! ([`schedule_wakeup`]), which later runs [`trigger_resume`] and takes
 //! that QP's `s_lock` alone.
 //!
+//! Acting on a wake-up while the exp_lock guard lives does not compile:
+//!
+//! ```compile_fail,E0499
+//! # use hfi1_hal::lock_order::{ExpLock, Lock, LockToken};
+//! # use hfi1_hal::sim::{SimRef, SimScheduler};
+//! # use hfi1_hal::sync::SpinLock;
+//! # use qp_wait::{Qp, QueueKind, SendState, WaitPlatform, WaitQueues};
+//! # enum T {}
+//! # impl WaitPlatform for T {
+//! #     type Lock = SpinLock;
+//! #     type Ext = ();
+//! #     type Ref = SimRef<Qp<T>>;
+//! #     type Sched = SimScheduler<SimRef<Qp<T>>>;
+//! # }
+//! # let qp: SimRef<Qp<T>> = SimRef::new(Qp::new(1, 0, 0, Lock::new(SendState::default())));
+//! # let exp: Lock<ExpLock, SpinLock, WaitQueues<SimRef<Qp<T>>>> =
+//! #     Lock::new(WaitQueues::new(1).unwrap());
+//! # let sched = SimScheduler::new();
+//! let mut root = LockToken::root();
+//! let mut s = qp.s_lock.lock(&mut root);
+//! let (state, token) = s.parts();
+//! let e = exp.lock(token);
+//! let wake = e.first(QueueKind::Flow);
+//! wake.deliver(&qp, &state.flags, token, &sched); // `token` is lent to `e`
+//! drop(e);
+//! ```
+//!
+//! and compiles once the guard is gone:
+//!
+//! ```
+//! # use hfi1_hal::lock_order::{ExpLock, Lock, LockToken};
+//! # use hfi1_hal::sim::{SimRef, SimScheduler};
+//! # use hfi1_hal::sync::SpinLock;
+//! # use qp_wait::{Qp, QueueKind, SendState, WaitPlatform, WaitQueues};
+//! # enum T {}
+//! # impl WaitPlatform for T {
+//! #     type Lock = SpinLock;
+//! #     type Ext = ();
+//! #     type Ref = SimRef<Qp<T>>;
+//! #     type Sched = SimScheduler<SimRef<Qp<T>>>;
+//! # }
+//! # let qp: SimRef<Qp<T>> = SimRef::new(Qp::new(1, 0, 0, Lock::new(SendState::default())));
+//! # let exp: Lock<ExpLock, SpinLock, WaitQueues<SimRef<Qp<T>>>> =
+//! #     Lock::new(WaitQueues::new(1).unwrap());
+//! # let sched = SimScheduler::new();
+//! let mut root = LockToken::root();
+//! let mut s = qp.s_lock.lock(&mut root);
+//! let (state, token) = s.parts();
+//! let wake = {
+//!     let e = exp.lock(token);
+//!     e.first(QueueKind::Flow)
+//! };
+//! wake.deliver(&qp, &state.flags, token, &sched);
+//! ```
+//!
 //! **References.** A queued QP is kept alive by the reference its queue
 //! link holds; leaving the queue drops it. A wake-up carries its own
 //! reference, handed to the work item when it is queued and dropped at

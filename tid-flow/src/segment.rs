@@ -3,7 +3,7 @@
 //! (`exp_rcv_setup` / `exp_rcv_clear`).
 
 use arrayvec::ArrayVec;
-use hfi1_hal::consts::{MAX_FLOWS, MAX_PAGESETS, MAX_SEGMENT_PAGES, PAGE_SIZE};
+use hfi1_hal::consts::{MAX_FLOWS, MAX_PAGESETS, MAX_SEGMENT_PAGES, PAGE_SHIFT, PAGE_SIZE};
 use hfi1_hal::services::{AllocContext, DmaMap, Memory};
 use hfi1_hal::{FlowIndex, FlowPsn, Generation, Psn, TidEntry};
 use qp_wait::QueueKind;
@@ -311,28 +311,43 @@ impl<P: FlowPlatform> TidRequest<P> {
 }
 
 /// Walks the SGE list from `cursor` for up to `seg_len` bytes, one page at
-/// a time; returns the page addresses and the bytes found.
+/// a time, into `pages`; returns the bytes found.
 /// Kernel: `kern_find_pages()`.
 fn find_pages(
     sges: &[Sge],
     cursor: &mut SgeCursor,
     seg_len: u32,
-) -> (ArrayVec<u64, MAX_SEGMENT_PAGES>, u32) {
-    let mut pages = ArrayVec::new();
+    pages: &mut ArrayVec<u64, MAX_SEGMENT_PAGES>,
+) -> u32 {
+    pages.clear();
     let mut length = seg_len;
     while length > 0 && !pages.is_full() {
         let Some(sge) = sges.get(cursor.isge as usize) else {
             break;
         };
-        pages.push(sge.vaddr.wrapping_add(u64::from(cursor.offset)));
-        cursor.offset = cursor.offset.wrapping_add(PAGE_SIZE);
+        // The pages this SGE still has, as many as the segment and the
+        // array take, in one run.
+        let in_sge = sge
+            .length
+            .saturating_sub(cursor.offset)
+            .div_ceil(PAGE_SIZE)
+            .max(1);
+        let want = length.div_ceil(PAGE_SIZE);
+        let room = pages.remaining_capacity() as u32;
+        let n = in_sge.min(want).min(room);
+        let base = sge.vaddr.wrapping_add(u64::from(cursor.offset));
+        for i in 0..n {
+            // Cannot fail: `n` is at most the remaining capacity.
+            let _ = pages.try_push(base.wrapping_add(u64::from(i) << PAGE_SHIFT));
+        }
+        cursor.offset = cursor.offset.wrapping_add(n.wrapping_mul(PAGE_SIZE));
         if cursor.offset >= sge.length {
             cursor.isge = cursor.isge.wrapping_add(1);
             cursor.offset = 0;
         }
-        length = length.saturating_sub(PAGE_SIZE);
+        length = length.saturating_sub(n.saturating_mul(PAGE_SIZE));
     }
-    (pages, seg_len - length)
+    seg_len - length
 }
 
 /// Sets up the next segment of `req`: page sets, DMA mapping, RcvArray
@@ -382,7 +397,8 @@ pub fn exp_rcv_setup<P: FlowPlatform>(
 
     if rec.pagesets.is_empty() {
         rec.start = cursor;
-        let (pages, length) = find_pages(sges, &mut cursor, seg_len);
+        let mut pages = ArrayVec::new();
+        let length = find_pages(sges, &mut cursor, seg_len, &mut pages);
         if pages.is_empty() {
             return Err(FlowError::Invalid);
         }
@@ -530,5 +546,69 @@ pub fn exp_rcv_clear_all<P: FlowPlatform>(
             let start = rec.start;
             req.cursor = start;
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_pages_walks_across_sges_and_resumes() {
+        let p = u64::from(PAGE_SIZE);
+        let sges = [
+            Sge {
+                vaddr: 0x10_0000,
+                length: 3 * PAGE_SIZE,
+            },
+            Sge {
+                vaddr: 0x20_0000,
+                length: 2 * PAGE_SIZE,
+            },
+            Sge {
+                vaddr: 0x30_0000,
+                length: 4 * PAGE_SIZE,
+            },
+        ];
+        let mut cur = SgeCursor::default();
+        let mut pages = ArrayVec::new();
+        assert_eq!(
+            find_pages(&sges, &mut cur, 4 * PAGE_SIZE, &mut pages),
+            4 * PAGE_SIZE
+        );
+        assert_eq!(
+            pages.as_slice(),
+            [0x10_0000, 0x10_0000 + p, 0x10_0000 + 2 * p, 0x20_0000]
+        );
+        assert_eq!(
+            cur,
+            SgeCursor {
+                isge: 1,
+                offset: PAGE_SIZE
+            }
+        );
+        assert_eq!(
+            find_pages(&sges, &mut cur, 4 * PAGE_SIZE, &mut pages),
+            4 * PAGE_SIZE
+        );
+        assert_eq!(
+            pages.as_slice(),
+            [0x20_0000 + p, 0x30_0000, 0x30_0000 + p, 0x30_0000 + 2 * p]
+        );
+        // The list runs out: a short segment.
+        assert_eq!(
+            find_pages(&sges, &mut cur, 4 * PAGE_SIZE, &mut pages),
+            PAGE_SIZE
+        );
+        assert_eq!(pages.as_slice(), [0x30_0000 + 3 * p]);
+        assert_eq!(find_pages(&sges, &mut cur, 4 * PAGE_SIZE, &mut pages), 0);
+    }
+
+    #[test]
+    fn ring_arithmetic() {
+        assert_eq!((ring_count(3, 1), ring_space(3, 1)), (2, 5));
+        assert_eq!((ring_count(1, 3), ring_space(1, 3)), (6, 1));
+        assert_eq!((ring_count(5, 5), ring_space(5, 5)), (0, 7));
+        assert_eq!(ring_next(7), 0);
     }
 }
