@@ -9,7 +9,7 @@ use hfi1_hal::Generation;
 use hfi1_hal::lock_order::{ExpLock, Guard, Lock, LockToken, NewRawSpinLock, RawSpinLock, SLock};
 use hfi1_hal::platform::{FlowTable, RcvArray};
 use hfi1_hal::services::{DmaMap, Memory, RandomSource};
-use qp_wait::{DevCounters, QueueKind, SFlags, SendState, WaitPlatform, WaitQueues};
+use qp_wait::{DevCounters, Membership, QueueKind, SFlags, SendState, WaitPlatform, WaitQueues};
 use tid_alloc::TidGroups;
 
 use crate::FlowError;
@@ -233,7 +233,14 @@ pub fn setup_hw_flow<P: FlowPlatform>(
         flow.generation = es.flows.setup(&mut es.chip, f);
         flow.psn = 0;
         flow.flags = 0;
-        es.waiters.dequeue(QueueKind::Flow, qp, flags);
+        // Only leave the flow queue. The kernel's dequeue unlinks the QP
+        // from whichever queue holds it: a QP waiting on the RcvArray
+        // queue that had to get a new flow (its flow was released while it
+        // waited) would silently leave that queue, and the QP behind it
+        // would never be woken.
+        if es.waiters.membership(qp.slot()) == Membership::Queued(QueueKind::Flow) {
+            es.waiters.dequeue(QueueKind::Flow, qp, flags);
+        }
         es.waiters.first(QueueKind::Flow)
     };
     wake.schedule(token, &rcd.sched);
