@@ -88,11 +88,26 @@ struct Wqe<P: FlowPlatform> {
     /// Per ring slot: the segment's last packet was placed in the
     /// current generation (so the responder has finished streaming it).
     tail_seen: [bool; MAX_FLOWS],
+    /// Per ring slot: the segment completed and its TIDs wait for the
+    /// flow to leave its generation (see [`release_held`]).
+    held: [bool; MAX_FLOWS],
 }
 
 impl<P: FlowPlatform> Wqe<P> {
     fn done(&self) -> bool {
-        self.comp_seg >= self.total_segs && self.cur_seg >= self.total_segs
+        self.comp_seg >= self.total_segs
+            && self.cur_seg >= self.total_segs
+            && self.tid.in_flight() == 0
+    }
+
+    /// The oldest ring slot whose segment is in flight (held slots, a
+    /// prefix from `clear_tail`, skipped).
+    fn first_live(&self) -> u16 {
+        let mut k = self.tid.clear_tail;
+        while k != self.tid.flow_idx && self.held.get(usize::from(k)).copied().unwrap_or(false) {
+            k = tid_flow::ring_next(k);
+        }
+        k
     }
 
     /// Bytes of segment `seg`.
@@ -170,6 +185,48 @@ pub struct Requester<P: FlowPlatform> {
     completions: ArrayVec<Completion, SQ_SIZE>,
     /// What happened so far.
     pub stats: ReqStats,
+}
+
+impl<P: FlowPlatform> core::fmt::Debug for Requester<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Requester {{ head {} cur {} tail {} pending {} rd {} sync {} restart {} reqs {}/{}",
+            self.head,
+            self.cur,
+            self.tail,
+            self.pending_segs,
+            self.num_rd_atomic,
+            self.sync_pending,
+            self.restart_pending,
+            self.tid_r_comp,
+            self.tid_r_reqs
+        )?;
+        let mut i = self.head;
+        while i != self.tail {
+            if let Some(w) = self.sq.get(Self::slot(i)).and_then(Option::as_ref) {
+                let held: u8 = w
+                    .held
+                    .iter()
+                    .enumerate()
+                    .fold(0, |m, (k, h)| if *h { m | 1 << k } else { m });
+                write!(
+                    f,
+                    " | wqe {}: segs {}/{}/{} ring {}..{} idx {} held {:#04x}",
+                    w.wr_id,
+                    w.comp_seg,
+                    w.cur_seg,
+                    w.total_segs,
+                    w.tid.clear_tail,
+                    w.tid.setup_head,
+                    w.tid.flow_idx,
+                    held
+                )?;
+            }
+            i = i.wrapping_add(1);
+        }
+        f.write_str(" }")
+    }
 }
 
 impl<P: FlowPlatform> Requester<P> {
@@ -313,6 +370,7 @@ where
             started: false,
             placed: [0; MAX_FLOWS],
             tail_seen: [false; MAX_FLOWS],
+            held: [false; MAX_FLOWS],
         });
     }
     req.tail = req.tail.wrapping_add(1);
@@ -383,6 +441,7 @@ where
     if req.restart_pending && !restart_flows(rcd, qp, locked!(flags, flow, token), req)? {
         return Ok(());
     }
+    release_held(rcd, qp, locked!(flags, flow, token), req)?;
     loop {
         if req.cur == req.tail {
             break;
@@ -412,6 +471,9 @@ where
                 clear_hw_flow(rcd, qp, locked!(flags, flow, token));
                 req.sync_pending = false;
                 req.stats.syncs += 1;
+                release_held(rcd, qp, locked!(flags, flow, token), req)?;
+                // The queue may have moved (a request retired).
+                continue;
             }
             match setup_hw_flow(rcd, qp, locked!(flags, flow, token)) {
                 Ok(()) => {}
@@ -460,6 +522,9 @@ where
             }
             if let Some(t) = wqe.tail_seen.get_mut(usize::from(head)) {
                 *t = false;
+            }
+            if let Some(h) = wqe.held.get_mut(usize::from(head)) {
+                *h = false;
             }
             rec.psns.ib_spsn = req.s_next_psn;
             rec.psns.ib_lpsn = req.s_next_psn.add(npkts - 1);
@@ -518,6 +583,68 @@ where
     Ok(())
 }
 
+/// Releases the TIDs of completed segments once the QP's flow has left
+/// the generation they were received in, oldest first, and retires the
+/// requests that are then done. Kernel: the `hfi1_kern_exp_rcv_clear()`
+/// of `hfi1_rc_rcv_tid_rdma_read_resp()`, moved later.
+///
+/// Why later: the chip places a packet whose sequence is behind its flow
+/// (a duplicate, a stale copy, a straggler) as long as the TID is valid.
+/// Once a segment's TIDs are handed to another request such a packet of
+/// the old segment would overwrite the new owner's data. While the flow
+/// keeps the generation the old segment was received in, its TIDs stay
+/// with it; after the flow moves on, any late packet of it fails the
+/// generation check and is dropped unplaced. The flow moves on whenever
+/// nothing is in flight (and at SYNC points and restarts), so held TIDs
+/// come back as soon as the QP's pipeline drains.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`ql`, `req`); takes `exp_lock` through
+/// `tid-flow`.
+fn release_held<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    ql: QpLocked<'_, '_>,
+    req: &mut Requester<P>,
+) -> Result<(), EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let QpLocked { flags, flow, token } = ql;
+    let mut first_err = None;
+    let mut i = req.head;
+    while i != req.tail {
+        let s = Requester::<P>::slot(i);
+        if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
+            loop {
+                let k = w.tid.clear_tail;
+                if k == w.tid.flow_idx || !w.held.get(usize::from(k)).copied().unwrap_or(false) {
+                    break;
+                }
+                let gen_now = flow.index.map(|_| flow.generation);
+                let seg_gen = w.tid.flow(k).map(|r| r.psns.generation);
+                if gen_now.is_some() && gen_now == seg_gen {
+                    break;
+                }
+                if let Some(h) = w.held.get_mut(usize::from(k)) {
+                    *h = false;
+                }
+                if let Err(e) = exp_rcv_clear(rcd, &mut w.tid, qp, locked!(flags, flow, token)) {
+                    first_err.get_or_insert(e);
+                    break;
+                }
+            }
+        }
+        i = i.wrapping_add(1);
+    }
+    req.retire();
+    match first_err {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
 /// Re-arms every segment in flight in a fresh generation and rewinds the
 /// send queue so their READ_REQs go out again. Returns false if the QP
 /// had to wait for a hardware flow (it is queued and the restart stays
@@ -539,6 +666,7 @@ where
 {
     let QpLocked { flags, flow, token } = ql;
     clear_hw_flow(rcd, qp, locked!(flags, flow, token));
+    release_held(rcd, qp, locked!(flags, flow, token), req)?;
     match setup_hw_flow(rcd, qp, locked!(flags, flow, token)) {
         Ok(()) => {}
         Err(FlowError::Again) => {
@@ -553,8 +681,9 @@ where
     while i != req.tail {
         let s = Requester::<P>::slot(i);
         if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
-            let sent = tid_flow::ring_count(w.tid.flow_idx, w.tid.clear_tail);
-            let mut k = w.tid.clear_tail;
+            let live = w.first_live();
+            let sent = tid_flow::ring_count(w.tid.flow_idx, live);
+            let mut k = live;
             while k != w.tid.flow_idx {
                 if let Some(rec) = w.tid.flow_mut(k) {
                     let spsn = flow.psn;
@@ -578,7 +707,7 @@ where
                 k = tid_flow::ring_next(k);
             }
             if sent > 0 {
-                w.tid.flow_idx = w.tid.clear_tail;
+                w.tid.flow_idx = live;
                 w.cur_seg = w.cur_seg.saturating_sub(u32::from(sent));
                 req.pending_segs = req.pending_segs.saturating_sub(u32::from(sent));
                 req.num_rd_atomic = req.num_rd_atomic.saturating_sub(u32::from(sent));
@@ -711,7 +840,7 @@ where
     while i != req.tail {
         let s = Requester::<P>::slot(i);
         if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
-            let mut k = w.tid.clear_tail;
+            let mut k = w.first_live();
             while k != w.tid.flow_idx {
                 let Some(rec) = w.tid.flow(k) else { break };
                 let ps = rec.psns;
@@ -756,8 +885,8 @@ where
     while i != req.tail {
         let s = Requester::<P>::slot(i);
         if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
-            while w.tid.flow_idx != w.tid.clear_tail {
-                let k = w.tid.clear_tail;
+            let mut k = w.first_live();
+            while w.tid.flow_idx != k {
                 let (npkts, lpsn) = match w.tid.flow(k) {
                     Some(r) => (r.npkts, r.psns.ib_lpsn),
                     None => break,
@@ -774,9 +903,10 @@ where
                     break;
                 }
                 *b = 0;
-                if let Err(e) = exp_rcv_clear(rcd, &mut w.tid, qp, locked!(flags, flow, token)) {
-                    first_err.get_or_insert(e);
+                if let Some(h) = w.held.get_mut(usize::from(k)) {
+                    *h = true;
                 }
+                k = tid_flow::ring_next(k);
                 req.pending_segs = req.pending_segs.saturating_sub(1);
                 req.num_rd_atomic = req.num_rd_atomic.saturating_sub(1);
                 req.stats.segments_done += 1;
@@ -797,12 +927,20 @@ where
             RespVerdict::Dropped
         });
     }
-    let sync_done = req.sync_pending && req.pending_segs == 0;
-    if sync_done || req.tid_r_comp == req.tid_r_reqs {
+    // Nothing in flight any more (a SYNC point, no TID READ outstanding,
+    // or just a pause): the flow moves to a fresh generation, which frees
+    // the TIDs of the segments that completed in the old one.
+    if req.pending_segs == 0 {
         clear_hw_flow(rcd, qp, locked!(flags, flow, token));
-        if sync_done {
+        if req.sync_pending {
             req.sync_pending = false;
             req.stats.syncs += 1;
+        }
+        if let Err(e) = release_held(rcd, qp, locked!(flags, flow, token), req) {
+            first_err.get_or_insert(match e {
+                EngineError::Flow(f) => f,
+                _ => FlowError::Invalid,
+            });
         }
     }
     req.retire();

@@ -728,6 +728,7 @@ pub fn run(
                     if let Some(t) = last_progress.get_mut((qp.qpn() - REQ_QPN_BASE) as usize) {
                         *t = sim_ns_f;
                     }
+
                     if requester::send_engine(&req_rcd, &qp, &mut root, &mut outbox).is_err() {
                         rep.engine_errors += 1;
                     }
@@ -955,7 +956,32 @@ pub fn run(
     for (i, w) in work.iter().enumerate() {
         if !w.to_post.is_empty() || !w.posted.is_empty() {
             rep.stuck_qps += 1;
-            let _ = i;
+            if std::env::var_os("TID_SIM_DEBUG").is_some() {
+                let g = pairs[i].req.s_lock.lock(&mut root);
+                eprintln!(
+                    "stuck qp {i}: waiting {} flow {:?} {:?}",
+                    g.waiting(),
+                    g.ext.flow,
+                    g.ext.req
+                );
+                let mut g = g;
+                let (_, tok) = g.parts();
+                let e = req_rcd.exp_lock.lock(tok);
+                eprintln!(
+                    "  flow queue {:?} rarr queue {:?} free groups {}",
+                    e.waiters.iter(qp_wait::QueueKind::Flow).collect::<Vec<_>>(),
+                    e.waiters
+                        .iter(qp_wait::QueueKind::RcvArray)
+                        .collect::<Vec<_>>(),
+                    e.groups.free_groups()
+                );
+                eprintln!(
+                    "  triggers queued {} coalesced {} sends {}",
+                    req_rcd.sched.triggers_queued(),
+                    req_rcd.sched.triggers_coalesced(),
+                    req_rcd.sched.sends_scheduled()
+                );
+            }
         }
     }
     let (sa, sb) = (ab.stats(), ba.stats());
