@@ -52,6 +52,7 @@ struct hfi1_tid_opfn_params {
 struct hfi1_tid_rcd;
 struct hfi1_tid_qp;
 struct hfi1_tid_req;
+struct hfi1_tid_wt;
 
 /*
  * Kernel services, registered once (hfi1_tid_platform_register). Called
@@ -134,6 +135,21 @@ int hfi1_tid_exp_rcv_clear_all(const struct hfi1_tid_rcd *rcd,
 			       struct hfi1_tid_qp *qp, struct hfi1_tid_req *req);
 int hfi1_tid_flush_wait(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp);
 int hfi1_tid_trigger_resume(struct hfi1_tid_qp *qp);
+
+/*
+ * Test harness (waittest.rs): two counted resources (0 = flow, 1 =
+ * RcvArray) acquired and released the way tid-flow does, on the real wait
+ * queues and kernel platform. Same locking as above.
+ */
+struct hfi1_tid_wt *hfi1_tid_wt_create(u32 slots, u32 flows, u32 rarr);
+int hfi1_tid_wt_destroy(struct hfi1_tid_wt *wt);
+int hfi1_tid_wt_acquire(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp,
+			u32 k);
+int hfi1_tid_wt_release(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp,
+			u32 k);
+int hfi1_tid_wt_flush(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp);
+u64 hfi1_tid_wt_stats(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp,
+		      u32 k);
 
 
 u32 hfi1_tid_abi_version(void);

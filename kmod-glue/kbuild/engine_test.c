@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Self-test of the stateful engine on real kernel primitives: named
+ * Self-test of the wait queues and (with ENGINE=1) the stateful engine on
+ * real kernel primitives: named
  * spinlocks, a real workqueue for the deferred wake-ups (queue_work_on with
  * its "already pending" answer), reference-counted QPs, DMA mappings that
  * are counted, and get_random_u32() for the flow generations.
@@ -14,6 +15,12 @@
  * Phase 2 ("flush"): all 32 flows are taken, more QPs queue for one, half
  * of those are flushed (QP reset) while queued; releasing the flows must
  * wake only the others, and every reference must come back.
+ *
+ * Both phases run on a backend: the wait-queue harness (hfi1_tid_wt_*:
+ * counted flow and RcvArray tokens taken and given back the way tid-flow
+ * takes flows and TIDs, on the real qp-wait code) always, and the real
+ * receive context (hfi1_tid_ctx_*, hfi1_tid_setup_hw_flow, ...) when built
+ * with ENGINE=1, which the kernel cannot run yet (README: stack).
  */
 #include <linux/kernel.h>
 #include <linux/slab.h>
@@ -62,7 +69,9 @@ struct tqp {
 
 struct etest {
 	struct workqueue_struct *wq;
+	bool engine;		/* real context, else the wait-queue harness */
 	struct hfi1_tid_rcd *rcd;
+	struct hfi1_tid_wt *wt;
 	struct tqp *qps[NQPS];
 	struct hfi1_tid_sge sges[SEG_PAGES];
 	struct page *pages[SEG_PAGES];
@@ -181,6 +190,7 @@ static const struct hfi1_tid_platform_ops platform_ops = {
 	.random_u32 = p_random_u32,
 };
 
+#ifdef HFI1_TID_ENGINE_TEST
 /* The chip: a register file, written under exp_lock. */
 static void c_put_tid(void *chip, u32 rcventry, u32 ty, u64 pa, u32 order)
 {
@@ -218,6 +228,97 @@ static const struct hfi1_tid_chip_ops chip_ops = {
 	.write_flow = c_write_flow,
 	.read_flow = c_read_flow,
 };
+#endif
+
+
+/* ---- backend: the real context or the wait-queue harness ---- */
+
+struct be_stats {
+	u32 flows_used, flow_waiters, rarr_waiters, groups_free;
+	u64 tid_waits;
+	bool tid_waits_known;
+};
+
+static int be_acquire_flow(struct etest *t, struct tqp *q)
+{
+#ifdef HFI1_TID_ENGINE_TEST
+	if (t->engine)
+		return hfi1_tid_setup_hw_flow(t->rcd, q->h);
+#endif
+	return hfi1_tid_wt_acquire(t->wt, q->h, 0);
+}
+
+static void be_release_flow(struct etest *t, struct tqp *q)
+{
+#ifdef HFI1_TID_ENGINE_TEST
+	if (t->engine) {
+		hfi1_tid_clear_hw_flow(t->rcd, q->h);
+		return;
+	}
+#endif
+	hfi1_tid_wt_release(t->wt, q->h, 0);
+}
+
+static int be_acquire_seg(struct etest *t, struct tqp *q)
+{
+#ifdef HFI1_TID_ENGINE_TEST
+	if (t->engine)
+		return hfi1_tid_exp_rcv_setup(t->rcd, q->h, q->req, t->sges, SEG_PAGES);
+#endif
+	return hfi1_tid_wt_acquire(t->wt, q->h, 1);
+}
+
+static int be_release_seg(struct etest *t, struct tqp *q)
+{
+#ifdef HFI1_TID_ENGINE_TEST
+	if (t->engine)
+		return hfi1_tid_exp_rcv_clear(t->rcd, q->h, q->req);
+#endif
+	return hfi1_tid_wt_release(t->wt, q->h, 1);
+}
+
+static int be_flush(struct etest *t, struct tqp *q)
+{
+#ifdef HFI1_TID_ENGINE_TEST
+	if (t->engine)
+		return hfi1_tid_flush_wait(t->rcd, q->h);
+#endif
+	return hfi1_tid_wt_flush(t->wt, q->h);
+}
+
+static bool be_stats(struct etest *t, struct be_stats *out)
+{
+	u64 f, r;
+
+	memset(out, 0, sizeof(*out));
+	if (!t->qps[0])
+		return false;
+#ifdef HFI1_TID_ENGINE_TEST
+	if (t->engine) {
+		struct hfi1_tid_ctx_stats s;
+
+		if (hfi1_tid_ctx_stats(t->rcd, t->qps[0]->h, &s))
+			return false;
+		out->flows_used = s.flows_used;
+		out->flow_waiters = s.flow_waiters;
+		out->rarr_waiters = s.rarr_waiters;
+		out->groups_free = s.groups_free;
+		out->tid_waits = s.tid_waits;
+		out->tid_waits_known = true;
+		return true;
+	}
+#endif
+	f = hfi1_tid_wt_stats(t->wt, t->qps[0]->h, 0);
+	r = hfi1_tid_wt_stats(t->wt, t->qps[0]->h, 1);
+	if (f == U64_MAX || r == U64_MAX)
+		return false;
+	out->flows_used = NFLOWS - (u32)(f >> 32);
+	out->flow_waiters = (u32)f;
+	out->rarr_waiters = (u32)r;
+	/* Two segments' worth of RcvArray tokens stand for NGROUPS groups. */
+	out->groups_free = (u32)(r >> 32) == 2 ? NGROUPS : 0;
+	return true;
+}
 
 /* ---- the QPs' send engine: a state machine on the workqueue ---- */
 
@@ -238,7 +339,7 @@ static void tqp_send(struct work_struct *w)
 	if (q->flushed || q->state == 3)
 		return;
 	if (q->state == 0) {
-		r = hfi1_tid_setup_hw_flow(t->rcd, q->h);
+		r = be_acquire_flow(t, q);
 		if (r == -EAGAIN)
 			return;		/* queued: a wake-up brings us back */
 		if (r)
@@ -249,7 +350,7 @@ static void tqp_send(struct work_struct *w)
 			return;
 	}
 	if (q->state == 1) {
-		r = hfi1_tid_exp_rcv_setup(t->rcd, q->h, q->req, t->sges, SEG_PAGES);
+		r = be_acquire_seg(t, q);
 		if (r == -EAGAIN)
 			return;
 		if (r)
@@ -260,8 +361,8 @@ static void tqp_send(struct work_struct *w)
 		return;
 	}
 	if (q->state == 2) {
-		r = hfi1_tid_exp_rcv_clear(t->rcd, q->h, q->req);
-		hfi1_tid_clear_hw_flow(t->rcd, q->h);
+		r = be_release_seg(t, q);
+		be_release_flow(t, q);
 		q->got_flow = false;
 		if (r)
 			return tqp_finish(q, r);
@@ -296,13 +397,21 @@ static struct tqp *tqp_new(struct etest *t, unsigned int id, enum tqp_mode mode)
 	q->mode = mode;
 	q->rounds = 2;
 	q->h = hfi1_tid_qp_create(q, 0x100 + id, id, id % num_online_cpus(), &q->s_lock);
-	q->req = hfi1_tid_req_create(SEG_PAGES * PAGE_SIZE, 1, 4096);
-	if (!q->h || !q->req || hfi1_tid_req_alloc_flows(q->req)) {
-		hfi1_tid_req_destroy(q->req);
-		hfi1_tid_qp_destroy(q->h);
+	if (!q->h) {
 		kfree(q);
 		return NULL;
 	}
+#ifdef HFI1_TID_ENGINE_TEST
+	if (t->engine) {
+		q->req = hfi1_tid_req_create(SEG_PAGES * PAGE_SIZE, 1, 4096);
+		if (!q->req || hfi1_tid_req_alloc_flows(q->req)) {
+			hfi1_tid_req_destroy(q->req);
+			hfi1_tid_qp_destroy(q->h);
+			kfree(q);
+			return NULL;
+		}
+	}
+#endif
 	return q;
 }
 
@@ -315,8 +424,12 @@ static bool tqp_free(struct tqp *q)
 		return true;
 	cancel_delayed_work_sync(&q->send_work);
 	cancel_work_sync(&q->trigger_work);
-	hfi1_tid_exp_rcv_clear_all(q->t->rcd, q->h, q->req);
-	hfi1_tid_req_destroy(q->req);
+#ifdef HFI1_TID_ENGINE_TEST
+	if (q->req) {
+		hfi1_tid_exp_rcv_clear_all(q->t->rcd, q->h, q->req);
+		hfi1_tid_req_destroy(q->req);
+	}
+#endif
 	last = atomic_read(&q->refs) == 1;
 	if (!last)
 		return false;	/* still referenced: leak it rather than free it */
@@ -326,22 +439,31 @@ static bool tqp_free(struct tqp *q)
 	return true;
 }
 
-static bool ctx_stats(struct etest *t, struct hfi1_tid_ctx_stats *s)
+static int etest_setup(struct etest *t, int nqps, enum tqp_mode mode, bool engine)
 {
-	return t->qps[0] && !hfi1_tid_ctx_stats(t->rcd, t->qps[0]->h, s);
-}
-
-static int etest_setup(struct etest *t, int nqps, enum tqp_mode mode)
-{
-	struct hfi1_tid_ctx_params p = {
-		.ctxt = 1, .expected_base = 64, .ngroups = NGROUPS, .qp_slots = NQPS,
-	};
 	int i;
 
+	t->engine = engine;
 	t->wq = alloc_workqueue("hfi1_tid_test", WQ_MEM_RECLAIM, 0);
 	init_completion(&t->all_done);
-	t->rcd = hfi1_tid_ctx_create(&p, &chip_ops, t, NULL);
-	if (!t->wq || !t->rcd)
+#ifdef HFI1_TID_ENGINE_TEST
+	if (engine) {
+		struct hfi1_tid_ctx_params p = {
+			.ctxt = 1, .expected_base = 64, .ngroups = NGROUPS,
+			.qp_slots = NQPS,
+		};
+
+		t->rcd = hfi1_tid_ctx_create(&p, &chip_ops, t, NULL);
+		if (!t->rcd)
+			return -ENOMEM;
+	}
+#endif
+	if (!engine) {
+		t->wt = hfi1_tid_wt_create(NQPS, NFLOWS, 2);
+		if (!t->wt)
+			return -ENOMEM;
+	}
+	if (!t->wq)
 		return -ENOMEM;
 	for (i = 0; i < SEG_PAGES; i++) {
 		/* Every other page of a fresh block: no two contiguous. */
@@ -363,12 +485,12 @@ static int etest_setup(struct etest *t, int nqps, enum tqp_mode mode)
 /* Tears everything down; adds what was left over to *leaks. */
 static void etest_teardown(struct etest *t, struct hfi1_tid_test_result *res)
 {
-	struct hfi1_tid_ctx_stats s;
+	struct be_stats s;
 	int i;
 
 	if (t->wq)
 		flush_workqueue(t->wq);
-	if (t->rcd && ctx_stats(t, &s)) {
+	if ((t->rcd || t->wt) && be_stats(t, &s)) {
 		res->flows_left += s.flows_used;
 		res->groups_left += NGROUPS - s.groups_free;
 		res->waiters_left += s.flow_waiters + s.rarr_waiters;
@@ -378,7 +500,11 @@ static void etest_teardown(struct etest *t, struct hfi1_tid_test_result *res)
 			res->qps_still_referenced++;
 		t->qps[i] = NULL;
 	}
+#ifdef HFI1_TID_ENGINE_TEST
 	if (t->rcd && hfi1_tid_ctx_destroy(t->rcd))
+		res->ctx_busy++;
+#endif
+	if (t->wt && hfi1_tid_wt_destroy(t->wt))
 		res->ctx_busy++;
 	for (i = 0; i < SEG_PAGES; i++)
 		if (t->pages[i])
@@ -387,14 +513,14 @@ static void etest_teardown(struct etest *t, struct hfi1_tid_test_result *res)
 		destroy_workqueue(t->wq);
 }
 
-static void phase_exhaustion(struct hfi1_tid_test_result *res)
+static void phase_exhaustion(struct hfi1_tid_test_result *res, bool engine)
 {
 	struct etest *t = kzalloc(sizeof(*t), GFP_KERNEL);
-	struct hfi1_tid_ctx_stats s;
+	struct be_stats s;
 	int i, errors = 0, sends = 0;
 	long waited;
 
-	if (!t || etest_setup(t, NQPS, MODE_SEGMENT)) {
+	if (!t || etest_setup(t, NQPS, MODE_SEGMENT, engine)) {
 		res->failed++;
 		pr_err("%s: exhaustion: setup failed\n", HFI1_TID_MOD);
 		goto out;
@@ -412,14 +538,14 @@ static void phase_exhaustion(struct hfi1_tid_test_result *res)
 	HFI1_TID_CHECK(res, errors == 0);
 	/* Most QPs had to wait: wake-ups ran their send engines again. */
 	HFI1_TID_CHECK(res, sends > NQPS);
-	HFI1_TID_CHECK(res, ctx_stats(t, &s));
-	HFI1_TID_CHECK(res, s.tid_waits >= NQPS);
+	HFI1_TID_CHECK(res, be_stats(t, &s));
+	HFI1_TID_CHECK(res, !s.tid_waits_known || s.tid_waits >= NQPS);
 	HFI1_TID_CHECK(res, s.flows_used == 0 && s.groups_free == NGROUPS);
 	HFI1_TID_CHECK(res, s.flow_waiters == 0 && s.rarr_waiters == 0);
-	HFI1_TID_CHECK(res, t->chip.tids > 0 && t->chip.writes > NFLOWS);
+	HFI1_TID_CHECK(res, !engine || (t->chip.tids > 0 && t->chip.writes > NFLOWS));
 	HFI1_TID_CHECK(res, atomic_long_read(&dma_live) == 0);
-	pr_info("%s: exhaustion: %d QPs x 2 rounds, %d send-engine runs, %llu waits, %ld wake-ups queued, %ld already pending\n",
-		HFI1_TID_MOD, NQPS, sends, s.tid_waits,
+	pr_info("%s: exhaustion (%s): %d QPs x 2 rounds, %d send-engine runs, %ld wake-ups queued, %ld already pending\n",
+		HFI1_TID_MOD, engine ? "engine" : "wait queues", NQPS, sends,
 		atomic_long_read(&wakeups_queued), atomic_long_read(&wakeups_pending));
 out:
 	if (t)
@@ -427,21 +553,21 @@ out:
 	kfree(t);
 }
 
-static void phase_flush(struct hfi1_tid_test_result *res)
+static void phase_flush(struct hfi1_tid_test_result *res, bool engine)
 {
 	struct etest *t = kzalloc(sizeof(*t), GFP_KERNEL);
-	struct hfi1_tid_ctx_stats s;
+	struct be_stats s;
 	int i, queued = 0, woken = 0, wrongly_woken = 0;
 
-	if (!t || etest_setup(t, NFLOWS + NWAITERS, MODE_FLOW_ONLY)) {
+	if (!t || etest_setup(t, NFLOWS + NWAITERS, MODE_FLOW_ONLY, engine)) {
 		res->failed++;
 		pr_err("%s: flush: setup failed\n", HFI1_TID_MOD);
 		goto out;
 	}
 	for (i = 0; i < NFLOWS; i++)
-		HFI1_TID_CHECK(res, hfi1_tid_setup_hw_flow(t->rcd, t->qps[i]->h) == 0);
+		HFI1_TID_CHECK(res, be_acquire_flow(t, t->qps[i]) == 0);
 	for (i = NFLOWS; i < NFLOWS + NWAITERS; i++) {
-		queued += hfi1_tid_setup_hw_flow(t->rcd, t->qps[i]->h) == -EAGAIN;
+		queued += be_acquire_flow(t, t->qps[i]) == -EAGAIN;
 		HFI1_TID_CHECK(res, hfi1_tid_qp_waiting(t->qps[i]->h) == 1);
 		/* The queue holds a reference. */
 		HFI1_TID_CHECK(res, atomic_read(&t->qps[i]->refs) == 2);
@@ -450,16 +576,16 @@ static void phase_flush(struct hfi1_tid_test_result *res)
 	/* QP reset of every other waiter while it is queued. */
 	for (i = NFLOWS; i < NFLOWS + NWAITERS; i += 2) {
 		t->qps[i]->flushed = true;
-		HFI1_TID_CHECK(res, hfi1_tid_flush_wait(t->rcd, t->qps[i]->h) == 0);
+		HFI1_TID_CHECK(res, be_flush(t, t->qps[i]) == 0);
 		HFI1_TID_CHECK(res, hfi1_tid_qp_waiting(t->qps[i]->h) == 0);
 		HFI1_TID_CHECK(res, atomic_read(&t->qps[i]->refs) == 1);
 	}
 	flush_workqueue(t->wq);
-	HFI1_TID_CHECK(res, ctx_stats(t, &s) && s.flows_used == NFLOWS &&
+	HFI1_TID_CHECK(res, be_stats(t, &s) && s.flows_used == NFLOWS &&
 			    s.flow_waiters == NWAITERS / 2);
 	/* Release the flows: the remaining waiters must get them. */
 	for (i = 0; i < NFLOWS; i++) {
-		hfi1_tid_clear_hw_flow(t->rcd, t->qps[i]->h);
+		be_release_flow(t, t->qps[i]);
 		t->qps[i]->got_flow = false;
 	}
 	flush_workqueue(t->wq);
@@ -472,16 +598,18 @@ static void phase_flush(struct hfi1_tid_test_result *res)
 	}
 	HFI1_TID_CHECK(res, woken == NWAITERS / 2);
 	HFI1_TID_CHECK(res, wrongly_woken == 0);
-	HFI1_TID_CHECK(res, ctx_stats(t, &s) && s.flows_used == NWAITERS / 2 &&
+	HFI1_TID_CHECK(res, be_stats(t, &s) && s.flows_used == NWAITERS / 2 &&
 			    s.flow_waiters == 0);
 	for (i = NFLOWS; i < NFLOWS + NWAITERS; i++) {
-		hfi1_tid_clear_hw_flow(t->rcd, t->qps[i]->h);
+		if (t->qps[i]->got_flow)
+			be_release_flow(t, t->qps[i]);
 		HFI1_TID_CHECK(res, atomic_read(&t->qps[i]->refs) == 1);
 	}
 	flush_workqueue(t->wq);
-	HFI1_TID_CHECK(res, ctx_stats(t, &s) && s.flows_used == 0);
-	pr_info("%s: flush: %d queued, %d flushed, %d woken after release\n",
-		HFI1_TID_MOD, queued, NWAITERS / 2, woken);
+	HFI1_TID_CHECK(res, be_stats(t, &s) && s.flows_used == 0);
+	pr_info("%s: flush (%s): %d queued, %d flushed, %d woken after release\n",
+		HFI1_TID_MOD, engine ? "engine" : "wait queues", queued,
+		NWAITERS / 2, woken);
 out:
 	if (t)
 		etest_teardown(t, res);
@@ -498,8 +626,12 @@ void hfi1_tid_engine_test(struct hfi1_tid_test_result *res)
 		return;
 	/* A second table is refused; a table with a hole would be too. */
 	HFI1_TID_CHECK(res, hfi1_tid_platform_register(&platform_ops) == -EBUSY);
-	phase_exhaustion(res);
-	phase_flush(res);
+	phase_exhaustion(res, false);
+	phase_flush(res, false);
+#ifdef HFI1_TID_ENGINE_TEST
+	phase_exhaustion(res, true);
+	phase_flush(res, true);
+#endif
 	HFI1_TID_CHECK(res, atomic_long_read(&extra_refs) == 0);
 	HFI1_TID_CHECK(res, atomic_long_read(&dma_live) == 0);
 	res->objects_left = hfi1_tid_live_objects();

@@ -231,11 +231,9 @@ static int __init hfi1_tid_selftest_init(void)
 	test_generation_next();
 	test_flows_disable_regfile();
 	test_sim_chips();
-#ifdef HFI1_TID_ENGINE_TEST
 	hfi1_tid_engine_test(&engine);
 	passed += engine.passed;
 	failed += engine.failed;
-#endif
 #ifdef HFI1_TID_LOCKDEP_DEMO
 	CHECK(hfi1_tid_lockdep_demo() == 0);
 #endif

@@ -17,25 +17,22 @@
 //! The README explains what this means for wiring the driver to it.
 
 use core::ffi::c_void;
-use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
 use arrayvec::ArrayVec;
 use hfi1_hal::consts::TID_GROUP_SIZE;
-use hfi1_hal::lock_order::{Lock, LockToken};
+use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::services::AllocContext;
-use qp_wait::{DevCounters, Qp, QueueKind, SendState};
+use qp_wait::{DevCounters, QueueKind};
 use tid_alloc::groups::GroupList;
 use tid_flow::segment::{Sge, TidRequest};
 use tid_flow::{CtxtParts, QpLocked, RcvCtxt};
 
 use crate::errno::{self, Errno};
-use crate::kplat::{
-    KDma, KMem, KQp, KQpExt, KRandom, KRef, KSched, KernelPlatform, KernelSpinLock, LIVE,
-    LOCK_CLASS_S, do_send, ops, try_box,
-};
+use crate::kplat::{KDma, KMem, KQp, KRandom, KSched, KernelPlatform, LIVE, ops, try_box};
 use crate::platform::{ChipOps, KernelChip};
+use crate::qp::borrow_qp;
 
 /// A receive context (`struct hfi1_tid_rcd`). Kernel: the TID RDMA part of
 /// `struct hfi1_ctxtdata`.
@@ -230,17 +227,6 @@ pub unsafe extern "C" fn hfi1_tid_ctx_destroy(rcd: *mut Rcd) -> i32 {
     0
 }
 
-/// Borrows the caller's reference to a QP as a [`KRef`] that is not
-/// dropped (no reference count change).
-///
-/// # Safety
-///
-/// `qp` is null or a live QP the caller holds a reference to.
-unsafe fn borrow_qp(qp: *mut KQp) -> Option<ManuallyDrop<KRef>> {
-    // SAFETY: forwarded from the caller.
-    NonNull::new(qp).map(|p| ManuallyDrop::new(unsafe { KRef::adopt(p) }))
-}
-
 /// Reads a context's occupancy into `out` (0, or `-EINVAL`). Takes `qp`'s
 /// `s_lock` to be allowed to take `exp_lock` (any QP will do).
 ///
@@ -279,93 +265,6 @@ pub unsafe extern "C" fn hfi1_tid_ctx_stats(
         tid_waits: rcd.dev.tid_waits(),
     };
     0
-}
-
-/// Creates the engine's side of a QP: number `qpn`, waiter slot `slot`
-/// (unique in its context, below `qp_slots`), trigger work on `cpu`, its
-/// `s_lock` the C `spinlock_t` at `s_lock` (initialised by the caller), and
-/// `cookie` the C QP given back to the callbacks. Returns null on bad
-/// arguments or no memory.
-///
-/// Kernel: the TID parts of `hfi1_qp_priv_init()`.
-///
-/// # Safety
-///
-/// `s_lock` is an initialised spinlock and `cookie` a QP that both outlive
-/// the returned handle; the C QP calls [`hfi1_tid_qp_destroy`] when its
-/// last reference goes.
-///
-/// # Locking
-///
-/// None held.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hfi1_tid_qp_create(
-    cookie: *mut c_void,
-    qpn: u32,
-    slot: u32,
-    cpu: u32,
-    s_lock: *mut c_void,
-) -> *mut KQp {
-    if s_lock.is_null() || ops().is_none() {
-        return core::ptr::null_mut();
-    }
-    // SAFETY: the caller promises an initialised, long-lived spinlock.
-    let raw = unsafe { KernelSpinLock::external(s_lock, LOCK_CLASS_S) };
-    let state = SendState {
-        flags: Default::default(),
-        ext: KQpExt::default(),
-    };
-    let qp = Qp::new(qpn, slot, cpu, Lock::with_raw(raw, state));
-    match try_box(KQp { qp, cookie }) {
-        Some(b) => {
-            live_inc();
-            Box::into_raw(b)
-        }
-        None => core::ptr::null_mut(),
-    }
-}
-
-/// Frees the engine's side of a QP; null is ignored. Called by the C QP's
-/// release when its last reference is dropped (so it waits on no queue and
-/// no work item holds it).
-///
-/// Kernel: the TID parts of `hfi1_qp_priv_free()`.
-///
-/// # Safety
-///
-/// `qp` is null or from [`hfi1_tid_qp_create`], with no reference left.
-///
-/// # Locking
-///
-/// None held.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hfi1_tid_qp_destroy(qp: *mut KQp) {
-    if !qp.is_null() {
-        // SAFETY: the caller gives back ownership of the box.
-        drop(unsafe { Box::from_raw(qp) });
-        live_dec();
-    }
-}
-
-/// 1 if the QP waits for TID space (`HFI1_S_WAIT_TID_SPACE`), 0 if not,
-/// `-EINVAL` for null.
-///
-/// # Safety
-///
-/// `qp` is null or live, with a reference held by the caller.
-///
-/// # Locking
-///
-/// None held; takes `qp->s_lock`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hfi1_tid_qp_waiting(qp: *mut KQp) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let Some(r) = (unsafe { borrow_qp(qp) }) else {
-        return Errno::INVAL.to_neg();
-    };
-    let mut root = LockToken::root();
-    let s = r.s_lock.lock(&mut root);
-    i32::from(s.waiting())
 }
 
 /// Gets the QP a hardware flow, or queues it: 0, `-EAGAIN` (queued, it
@@ -651,36 +550,6 @@ pub unsafe extern "C" fn hfi1_tid_flush_wait(rcd: *const Rcd, qp: *mut KQp) -> i
     let mut s = r.s_lock.lock(&mut root);
     qp_wait::flush_wait::<KernelPlatform, _>(&r, &mut s, &rcd.exp_lock, &rcd.sched);
     0
-}
-
-/// The trigger work item: takes the QP's `s_lock`; if the QP still waits
-/// for TID space, releases it and runs the send engine (`do_send`); then
-/// drops the reference the work item carried. Returns 1 if the send engine
-/// ran, 0 if not, `-EINVAL` for null.
-///
-/// Kernel: `tid_rdma_trigger_resume()`.
-///
-/// # Safety
-///
-/// `qp` is null or live, and the call hands over the reference taken when
-/// the work was queued (`queue_trigger` returned true).
-///
-/// # Locking
-///
-/// None held (workqueue context); takes `qp->s_lock` alone.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hfi1_tid_trigger_resume(qp: *mut KQp) -> i32 {
-    let Some(p) = NonNull::new(qp) else {
-        return Errno::INVAL.to_neg();
-    };
-    // SAFETY: the caller hands over the work item's reference.
-    let r = unsafe { KRef::adopt(p) };
-    let mut root = LockToken::root();
-    i32::from(qp_wait::trigger_resume::<KernelPlatform>(
-        r,
-        &mut root,
-        |q, _| do_send(q),
-    ))
 }
 
 const _: () = assert!(TID_GROUP_SIZE == 8);

@@ -43,9 +43,10 @@ pub mod engine;
 pub mod errno;
 #[cfg(target_os = "none")]
 pub mod kernel;
-#[cfg(feature = "engine")]
 pub mod kplat;
 #[cfg(feature = "lockdep-demo")]
 pub mod lockdep_demo;
 pub mod platform;
+pub mod qp;
 pub mod route;
+pub mod waittest;

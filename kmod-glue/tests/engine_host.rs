@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering}
 use kmod_glue::engine::*;
 use kmod_glue::kplat::*;
 use kmod_glue::platform::ChipOps;
+use kmod_glue::qp::*;
+use kmod_glue::waittest::*;
 
 const EAGAIN: i32 = -11;
 const EINVAL: i32 = -22;
@@ -306,6 +308,27 @@ fn engine_through_the_c_abi() {
             }
         );
         assert!(s.tid_waits >= 3);
+        // The wait-queue harness the kernel self-test runs: one flow token.
+        let wt = hfi1_tid_wt_create(40, 1, 1);
+        assert!(!wt.is_null());
+        let sends = (*qps[5]).sends.load(Ordering::Relaxed);
+        assert_eq!(hfi1_tid_wt_acquire(wt, h(4), 0), 0);
+        assert_eq!(hfi1_tid_wt_acquire(wt, h(5), 0), EAGAIN);
+        assert_eq!(hfi1_tid_wt_stats(wt, h(4), 0), 1, "one waiter, no token");
+        assert_eq!(hfi1_tid_wt_destroy(wt), EBUSY);
+        assert_eq!(hfi1_tid_wt_release(wt, h(4), 0), 0);
+        assert_eq!(run_triggers(), 1);
+        assert_eq!((*qps[5]).sends.load(Ordering::Relaxed), sends + 1);
+        assert_eq!(hfi1_tid_wt_acquire(wt, h(5), 0), 0);
+        assert_eq!(hfi1_tid_wt_release(wt, h(5), 0), 0);
+        assert_eq!(
+            hfi1_tid_wt_release(wt, h(5), 0),
+            EINVAL,
+            "more tokens than made"
+        );
+        assert_eq!(hfi1_tid_wt_stats(wt, h(4), 0), 1 << 32);
+        assert_eq!(hfi1_tid_wt_destroy(wt), 0);
+
         assert_eq!(hfi1_tid_platform_unregister(), EBUSY, "objects are alive");
         for q in qps {
             assert_eq!(

@@ -63,6 +63,7 @@ const OPAQUE: &[(&str, &str)] = &[
     ("Rcd", "hfi1_tid_rcd"),
     ("KQp", "hfi1_tid_qp"),
     ("Req", "hfi1_tid_req"),
+    ("WaitTest", "hfi1_tid_wt"),
 ];
 
 /// Rust type (as written in this crate's ABI) to C type.

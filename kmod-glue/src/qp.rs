@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The engine's side of a QP: creation, destruction, its wait flag, and the
+//! trigger work item (`struct hfi1_tid_qp` in the header).
+
+use core::ffi::c_void;
+use core::mem::ManuallyDrop;
+use core::ptr::NonNull;
+use core::sync::atomic::Ordering;
+
+use alloc::boxed::Box;
+
+use hfi1_hal::lock_order::{Lock, LockToken};
+use qp_wait::{Qp, SendState};
+
+use crate::errno::Errno;
+use crate::kplat::{
+    KQp, KQpExt, KRef, KernelPlatform, KernelSpinLock, LIVE, LOCK_CLASS_S, do_send, ops, try_box,
+};
+
+fn live_inc() {
+    LIVE.fetch_add(1, Ordering::AcqRel);
+}
+
+fn live_dec() {
+    LIVE.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// Borrows the caller's reference to a QP as a [`KRef`] that is not
+/// dropped (no reference count change).
+///
+/// # Safety
+///
+/// `qp` is null or a live QP the caller holds a reference to.
+pub(crate) unsafe fn borrow_qp(qp: *mut KQp) -> Option<ManuallyDrop<KRef>> {
+    // SAFETY: forwarded from the caller.
+    NonNull::new(qp).map(|p| ManuallyDrop::new(unsafe { KRef::adopt(p) }))
+}
+
+/// Creates the engine's side of a QP: number `qpn`, waiter slot `slot`
+/// (unique in its context, below `qp_slots`), trigger work on `cpu`, its
+/// `s_lock` the C `spinlock_t` at `s_lock` (initialised by the caller), and
+/// `cookie` the C QP given back to the callbacks. Returns null on bad
+/// arguments or no memory.
+///
+/// Kernel: the TID parts of `hfi1_qp_priv_init()`.
+///
+/// # Safety
+///
+/// `s_lock` is an initialised spinlock and `cookie` a QP that both outlive
+/// the returned handle; the C QP calls [`hfi1_tid_qp_destroy`] when its
+/// last reference goes.
+///
+/// # Locking
+///
+/// None held.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfi1_tid_qp_create(
+    cookie: *mut c_void,
+    qpn: u32,
+    slot: u32,
+    cpu: u32,
+    s_lock: *mut c_void,
+) -> *mut KQp {
+    if s_lock.is_null() || ops().is_none() {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: the caller promises an initialised, long-lived spinlock.
+    let raw = unsafe { KernelSpinLock::external(s_lock, LOCK_CLASS_S) };
+    let state = SendState {
+        flags: Default::default(),
+        ext: KQpExt::default(),
+    };
+    let qp = Qp::new(qpn, slot, cpu, Lock::with_raw(raw, state));
+    match try_box(KQp { qp, cookie }) {
+        Some(b) => {
+            live_inc();
+            Box::into_raw(b)
+        }
+        None => core::ptr::null_mut(),
+    }
+}
+
+/// Frees the engine's side of a QP; null is ignored. Called by the C QP's
+/// release when its last reference is dropped (so it waits on no queue and
+/// no work item holds it).
+///
+/// Kernel: the TID parts of `hfi1_qp_priv_free()`.
+///
+/// # Safety
+///
+/// `qp` is null or from [`hfi1_tid_qp_create`], with no reference left.
+///
+/// # Locking
+///
+/// None held.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfi1_tid_qp_destroy(qp: *mut KQp) {
+    if !qp.is_null() {
+        // SAFETY: the caller gives back ownership of the box.
+        drop(unsafe { Box::from_raw(qp) });
+        live_dec();
+    }
+}
+
+/// 1 if the QP waits for TID space (`HFI1_S_WAIT_TID_SPACE`), 0 if not,
+/// `-EINVAL` for null.
+///
+/// # Safety
+///
+/// `qp` is null or live, with a reference held by the caller.
+///
+/// # Locking
+///
+/// None held; takes `qp->s_lock`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfi1_tid_qp_waiting(qp: *mut KQp) -> i32 {
+    // SAFETY: forwarded from the caller.
+    let Some(r) = (unsafe { borrow_qp(qp) }) else {
+        return Errno::INVAL.to_neg();
+    };
+    let mut root = LockToken::root();
+    let s = r.s_lock.lock(&mut root);
+    i32::from(s.waiting())
+}
+
+/// The trigger work item: takes the QP's `s_lock`; if the QP still waits
+/// for TID space, releases it and runs the send engine (`do_send`); then
+/// drops the reference the work item carried. Returns 1 if the send engine
+/// ran, 0 if not, `-EINVAL` for null.
+///
+/// Kernel: `tid_rdma_trigger_resume()`.
+///
+/// # Safety
+///
+/// `qp` is null or live, and the call hands over the reference taken when
+/// the work was queued (`queue_trigger` returned true).
+///
+/// # Locking
+///
+/// None held (workqueue context); takes `qp->s_lock` alone.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfi1_tid_trigger_resume(qp: *mut KQp) -> i32 {
+    let Some(p) = NonNull::new(qp) else {
+        return Errno::INVAL.to_neg();
+    };
+    // SAFETY: the caller hands over the work item's reference.
+    let r = unsafe { KRef::adopt(p) };
+    let mut root = LockToken::root();
+    i32::from(qp_wait::trigger_resume::<KernelPlatform>(
+        r,
+        &mut root,
+        |q, _| do_send(q),
+    ))
+}
