@@ -7,6 +7,7 @@
 //! implementations live in `kmod-glue`; the software ones in `sim`
 //! (feature `sim`), with counters and failure injection for tests.
 
+use core::mem::MaybeUninit;
 use core::ops::{Deref, DerefMut};
 
 /// A counted reference to a QP that keeps it alive.
@@ -67,6 +68,24 @@ pub enum AllocContext {
 #[error("out of memory")]
 pub struct NoMemory;
 
+/// A type that can initialise itself in uninitialised memory, piece by
+/// piece, so a large value (a request's 18 KiB flow ring) never has to be
+/// built on the stack first: the kernel's stack is 16 KiB.
+///
+/// # Safety
+///
+/// [`InitInPlace::init_in_place`] must leave `*ptr` a fully initialised,
+/// valid `Self`.
+pub unsafe trait InitInPlace: Sized {
+    /// Writes a fresh value into `*ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is valid for writes of one `Self` and properly aligned; its old
+    /// contents are not dropped.
+    unsafe fn init_in_place(ptr: *mut Self);
+}
+
 /// Fallible memory for the lazily allocated flow records.
 /// Kernel: `kmalloc_node()` / `kfree()`.
 pub trait Memory {
@@ -76,6 +95,22 @@ pub trait Memory {
     /// Allocates room for `value` and moves it there, or gives
     /// [`NoMemory`] (the value is dropped).
     fn try_box<T>(&self, ctx: AllocContext, value: T) -> Result<Self::Boxed<T>, NoMemory>;
+
+    /// Allocates a `T` initialised by [`InitInPlace`]. The provided version
+    /// initialises it on the stack and moves it with
+    /// [`Memory::try_box`]; an implementation with a small stack (the
+    /// kernel's) should override it to allocate first and initialise the
+    /// allocation in place.
+    fn try_box_in_place<T: InitInPlace>(
+        &self,
+        ctx: AllocContext,
+    ) -> Result<Self::Boxed<T>, NoMemory> {
+        let mut v = MaybeUninit::<T>::uninit();
+        // SAFETY: `v` is valid for writes of one `T` and aligned.
+        unsafe { T::init_in_place(v.as_mut_ptr()) };
+        // SAFETY: `init_in_place` fully initialised it (trait contract).
+        self.try_box(ctx, unsafe { v.assume_init() })
+    }
 }
 
 /// A source of random numbers for flow generations.

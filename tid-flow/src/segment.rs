@@ -3,8 +3,10 @@
 //! (`exp_rcv_setup` / `exp_rcv_clear`).
 
 use arrayvec::ArrayVec;
+use core::ops::{Deref, DerefMut};
 use hfi1_hal::consts::{MAX_FLOWS, MAX_PAGESETS, MAX_SEGMENT_PAGES, PAGE_SHIFT, PAGE_SIZE};
-use hfi1_hal::services::{AllocContext, DmaMap, Memory};
+
+use hfi1_hal::services::{AllocContext, DmaMap, InitInPlace, Memory};
 use hfi1_hal::{FlowIndex, FlowPsn, Generation, Psn, TidEntry};
 use qp_wait::QueueKind;
 use tid_alloc::{AllocError, PageSets, TidAlloc, find_phys_blocks_into};
@@ -158,8 +160,44 @@ impl FlowRecord {
 }
 
 /// A request's eight flow records. Kernel: `req->flows` (`MAX_FLOWS`
-/// records, one allocation).
-pub type FlowRing = [FlowRecord; MAX_FLOWS];
+/// records, one allocation of about 18 KiB, so it is initialised in place,
+/// one record at a time: [`InitInPlace`]).
+#[repr(transparent)]
+pub struct FlowRing([FlowRecord; MAX_FLOWS]);
+
+impl core::fmt::Debug for FlowRing {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_list().entries(self.0.iter()).finish()
+    }
+}
+
+impl Deref for FlowRing {
+    type Target = [FlowRecord; MAX_FLOWS];
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl DerefMut for FlowRing {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+// SAFETY: `init_in_place` writes a valid `FlowRecord` into each of the
+// `MAX_FLOWS` elements, which is all a `FlowRing` holds
+// (`repr(transparent)` over the array).
+unsafe impl InitInPlace for FlowRing {
+    unsafe fn init_in_place(ptr: *mut Self) {
+        let first = ptr.cast::<FlowRecord>();
+        for i in 0..MAX_FLOWS {
+            // SAFETY: the caller gives room for one `FlowRing`, which is
+            // `MAX_FLOWS` consecutive records; `i` stays inside it.
+            unsafe { first.add(i).write(FlowRecord::default()) };
+        }
+    }
+}
 
 /// One local scatter-gather element (page aligned, a page multiple, as
 /// TID RDMA qualification requires). Kernel: `struct rvt_sge`.
@@ -245,8 +283,9 @@ impl<P: FlowPlatform> TidRequest<P> {
         if self.flows.is_some() {
             return Ok(());
         }
-        let ring: FlowRing = Default::default();
-        let b = mem.try_box(ctx, ring).map_err(|_| FlowError::NoMemory)?;
+        let b = mem
+            .try_box_in_place::<FlowRing>(ctx)
+            .map_err(|_| FlowError::NoMemory)?;
         self.flows = Some(b);
         Ok(())
     }

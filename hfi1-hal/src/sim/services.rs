@@ -25,7 +25,7 @@ use core::ops::{Deref, DerefMut};
 
 use crate::lock_order::RawSpinLock;
 use crate::services::{
-    AllocContext, DmaError, DmaMap, Memory, NoMemory, QpRef, RandomSource, Scheduler,
+    AllocContext, DmaError, DmaMap, InitInPlace, Memory, NoMemory, QpRef, RandomSource, Scheduler,
 };
 use crate::sync::SpinLock;
 use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -423,16 +423,18 @@ impl SimAllocator {
     }
 }
 
-impl Memory for SimAllocator {
-    type Boxed<T> = SimBox<T>;
-
-    fn try_box<T>(&self, ctx: AllocContext, value: T) -> Result<SimBox<T>, NoMemory> {
+impl SimAllocator {
+    /// Room for one `T` (or the injected failure), counted once filled.
+    fn room<T>(&self) -> Result<Vec<T>, NoMemory> {
         if self.plan.with(FailPlan::should_fail) {
             return Err(NoMemory);
         }
         let mut v: Vec<T> = Vec::new();
         v.try_reserve_exact(1).map_err(|_| NoMemory)?;
-        v.push(value);
+        Ok(v)
+    }
+
+    fn finish<T>(&self, ctx: AllocContext, v: Vec<T>) -> Result<SimBox<T>, NoMemory> {
         let value: Box<[T; 1]> = v.into_boxed_slice().try_into().map_err(|_| NoMemory)?;
         if ctx == AllocContext::Atomic {
             self.atomic_allocs.fetch_add(1, Ordering::Relaxed);
@@ -442,6 +444,28 @@ impl Memory for SimAllocator {
             value,
             live: Arc::clone(&self.live),
         })
+    }
+}
+
+impl Memory for SimAllocator {
+    type Boxed<T> = SimBox<T>;
+
+    fn try_box<T>(&self, ctx: AllocContext, value: T) -> Result<SimBox<T>, NoMemory> {
+        let mut v = self.room()?;
+        v.push(value);
+        self.finish(ctx, v)
+    }
+
+    fn try_box_in_place<T: InitInPlace>(&self, ctx: AllocContext) -> Result<SimBox<T>, NoMemory> {
+        let mut v: Vec<T> = self.room()?;
+        // SAFETY: `try_reserve_exact(1)` made room for one `T` at
+        // `as_mut_ptr()`, aligned and valid for writes; `init_in_place`
+        // initialises it fully (trait contract), so length 1 is then valid.
+        unsafe {
+            T::init_in_place(v.as_mut_ptr());
+            v.set_len(1);
+        }
+        self.finish(ctx, v)
     }
 }
 
