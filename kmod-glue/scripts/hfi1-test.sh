@@ -69,4 +69,8 @@ for f in kern_flow_generation_next kern_reserve_flow tid_rdma_opfn_encode tid_rd
     grep -Eq "hfi1_tid_diff: $f: [0-9]+ passed" "$GUEST_LOG" || guest_err "no result for $f"
 done
 guest_check_common
-guest_finish hfi1-test
+if [ "$BROKEN" = 1 ]; then
+    guest_finish "hfi1-test (broken build, failures required)"
+else
+    guest_finish hfi1-test
+fi
