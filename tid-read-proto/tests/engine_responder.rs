@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The responder engine: every validation and its NAK on the wire, the ack
+//! queue, the READ_RESP stream, duplicates, and memory-region references
+//! (SPEC §5 "Responder", "Duplicate READ_REQ", §7 MR references).
+
+use std::cell::Cell;
+
+use hfi1_hal::lock_order::LockToken;
+use hfi1_hal::{FlowIndex, Generation, Psn, TidCtrl, TidEntry};
+use tid_read_proto::opfn::TidParams;
+use tid_read_proto::packet::{self, Parsed, Path};
+use tid_read_proto::rc::{Connection, MrTable, PacketSink, SourceData};
+use tid_read_proto::read_resp::{ReadReqFlow, build_read_req};
+use tid_read_proto::responder::{self, ReqVerdict};
+use tid_read_proto::sim::{EnginePlatform, EngineQp, new_qp};
+use tid_read_proto::wire::aeth::NakCode;
+use tid_read_proto::wire::read_req;
+
+const BASE: u64 = 0x10_0000;
+const LEN: u64 = 1 << 20;
+const RKEY: u32 = 0x77;
+
+#[derive(Default)]
+struct Mrs {
+    refs: Cell<i64>,
+}
+
+impl MrTable for Mrs {
+    fn get(&self, vaddr: u64, len: u32, rkey: u32) -> Option<u32> {
+        (rkey == RKEY && vaddr >= BASE && vaddr + u64::from(len) <= BASE + LEN).then(|| {
+            self.refs.set(self.refs.get() + 1);
+            0
+        })
+    }
+    fn put(&self, _mr: u32) {
+        self.refs.set(self.refs.get() - 1);
+    }
+}
+
+impl SourceData for Mrs {
+    fn read(&self, vaddr: u64, out: &mut [u8]) -> bool {
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = (vaddr + i as u64) as u8;
+        }
+        true
+    }
+}
+
+struct Sink {
+    buf: Vec<u8>,
+    out: Vec<Vec<u8>>,
+}
+
+impl Sink {
+    fn new() -> Self {
+        Self {
+            buf: vec![0; packet::MAX_PACKET],
+            out: Vec::new(),
+        }
+    }
+}
+
+impl PacketSink for Sink {
+    fn buffer(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+    fn send(&mut self, len: usize) {
+        self.out.push(self.buf[..len].to_vec());
+    }
+}
+
+fn responder(remote_read: bool) -> EngineQp {
+    let local = TidParams::local(2, 32, 14, false);
+    let remote = TidParams::local(1, 32, 14, false);
+    let conn = Connection {
+        verbs_qpn: 0x400,
+        remote_verbs_qpn: 0x100,
+        local,
+        remote,
+        pmtu: 4096,
+        path: Path { dlid: 1, slid: 2 },
+        max_rd_atomic: 16,
+        remote_read,
+    };
+    new_qp(0x400, 0, 0, conn, Psn::new(100))
+}
+
+/// A READ_REQ for `pages` one-page TID entries.
+struct Req {
+    hdr: read_req::Repr,
+    payload: Vec<u8>,
+    psn: Psn,
+}
+
+fn req(psn: u32, g: u32, pages: u32, len: u32, rkey: u32, vaddr: u64) -> Req {
+    let entries: Vec<TidEntry> = (0..pages)
+        .map(|i| {
+            TidEntry::new(
+                i / 2,
+                if i % 2 == 0 {
+                    TidCtrl::Even
+                } else {
+                    TidCtrl::Odd
+                },
+                1,
+            )
+            .unwrap()
+        })
+        .collect();
+    let f = ReadReqFlow {
+        entries: &entries,
+        generation: Generation::new(g).unwrap(),
+        spsn: 0,
+        pkt: 0,
+        sent: 0,
+        ib_spsn: Psn::new(psn),
+        flow: FlowIndex::new(3).unwrap(),
+        local_qp: 0x80_0001,
+        ctxt: 1,
+        remote_qp: 0x80_0002,
+        remote_jkey: 32,
+        remote_verbs_qp: 0x400,
+        remote_addr: vaddr,
+        rkey,
+        cur_seg: 0,
+        seg_len: len,
+        len,
+    };
+    let r = build_read_req(&f);
+    let mut payload = vec![0u8; entries.len() * 4];
+    tid_read_proto::wire::tid_entries::emit(&entries, &mut payload).unwrap();
+    Req {
+        hdr: r.header,
+        payload,
+        psn: r.bth_psn,
+    }
+}
+
+fn deliver(qp: &EngineQp, r: &Req, mrs: &Mrs) -> ReqVerdict {
+    let mut root = LockToken::root();
+    let mut g = qp.s_lock.lock(&mut root);
+    responder::rcv_read_req::<EnginePlatform>(&mut g, r.psn, &r.hdr, &r.payload, mrs)
+}
+
+fn send_all(qp: &EngineQp, mrs: &Mrs) -> Vec<Vec<u8>> {
+    let mut root = LockToken::root();
+    let mut g = qp.s_lock.lock(&mut root);
+    let mut sink = Sink::new();
+    while responder::make_resp::<EnginePlatform>(&mut g, mrs, mrs, &mut sink, 4).unwrap() {}
+    sink.out
+}
+
+fn nak_of(p: &[u8]) -> Option<(u8, Psn)> {
+    match packet::parse(p).unwrap().1 {
+        Parsed::Ack { bth, aeth } => Some((aeth.syndrome, bth.psn)),
+        _ => None,
+    }
+}
+
+#[test]
+fn accepted_request_streams_one_resp_per_page_and_releases_its_mr() {
+    let qp = responder(true);
+    let mrs = Mrs::default();
+    let r = req(100, 5, 8, 8 * 4096, RKEY, BASE);
+    assert_eq!(deliver(&qp, &r, &mrs), ReqVerdict::Accepted);
+    assert_eq!(mrs.refs.get(), 1);
+    let pkts = send_all(&qp, &mrs);
+    assert_eq!(pkts.len(), 8);
+    for (i, p) in pkts.iter().enumerate() {
+        let Parsed::ReadResp { bth, hdr, payload } = packet::parse(p).unwrap().1 else {
+            panic!("not a READ_RESP");
+        };
+        assert_eq!(hdr.verbs_psn, Psn::new(100 + i as u32));
+        assert_eq!(bth.psn.get(), 5 << 11 | i as u32);
+        assert_eq!(bth.dest_qp, 0x80_0001 | 3 << 11 | 1);
+        assert_eq!(hdr.kdeth.kdeth0.sh(), i != 7, "SH on all but the last");
+        assert_eq!(payload.len(), 4096);
+        assert_eq!(payload[0], (BASE + 4096 * i as u64) as u8);
+    }
+    assert_eq!(mrs.refs.get(), 0, "released when the entry is sent");
+    let mut root = LockToken::root();
+    assert_eq!(qp.s_lock.lock(&mut root).ext.resp.r_psn, Psn::new(108));
+}
+
+#[test]
+fn each_validation_earns_its_nak() {
+    let mrs = Mrs::default();
+    let cases = [
+        (
+            responder(false),
+            req(100, 1, 2, 8192, RKEY, BASE),
+            NakCode::InvalidRequest,
+        ),
+        (
+            responder(true),
+            req(100, 1, 2, 8000, RKEY, BASE),
+            NakCode::InvalidRequest,
+        ),
+        (
+            responder(true),
+            req(100, 1, 2, 8192, RKEY + 1, BASE),
+            NakCode::RemoteAccessError,
+        ),
+        (
+            responder(true),
+            req(100, 1, 2, 8192, RKEY, BASE + LEN),
+            NakCode::RemoteAccessError,
+        ),
+        (
+            responder(true),
+            req(100, 1, 1, 8192, RKEY, BASE),
+            NakCode::InvalidRequest,
+        ),
+        (
+            responder(true),
+            req(105, 1, 2, 8192, RKEY, BASE),
+            NakCode::PsnError,
+        ),
+    ];
+    for (qp, r, code) in cases {
+        assert_eq!(deliver(&qp, &r, &mrs), ReqVerdict::Refused(Some(code)));
+        let pkts = send_all(&qp, &mrs);
+        assert_eq!(pkts.len(), 1);
+        assert_eq!(nak_of(&pkts[0]), Some((code.syndrome(), Psn::new(100))));
+        assert_eq!(
+            mrs.refs.get(),
+            0,
+            "no MR reference kept by a refused request"
+        );
+    }
+}
+
+#[test]
+fn one_psn_nak_per_episode() {
+    let qp = responder(true);
+    let mrs = Mrs::default();
+    let ahead = req(110, 1, 2, 8192, RKEY, BASE);
+    assert_eq!(
+        deliver(&qp, &ahead, &mrs),
+        ReqVerdict::Refused(Some(NakCode::PsnError))
+    );
+    assert_eq!(deliver(&qp, &ahead, &mrs), ReqVerdict::Refused(None));
+    assert_eq!(send_all(&qp, &mrs).len(), 1);
+    // An in-sequence request ends the episode.
+    assert_eq!(
+        deliver(&qp, &req(100, 1, 2, 8192, RKEY, BASE), &mrs),
+        ReqVerdict::Accepted
+    );
+    assert_eq!(
+        deliver(&qp, &req(110, 1, 2, 8192, RKEY, BASE), &mrs),
+        ReqVerdict::Refused(Some(NakCode::PsnError))
+    );
+}
+
+#[test]
+fn a_full_ack_queue_is_a_remote_operational_error() {
+    let qp = responder(true);
+    let mrs = Mrs::default();
+    let mut psn = 100;
+    for _ in 0..16 {
+        assert_eq!(
+            deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
+            ReqVerdict::Accepted
+        );
+        psn += 1;
+    }
+    assert_eq!(
+        deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
+        ReqVerdict::Refused(Some(NakCode::RemoteOperationalError))
+    );
+    assert_eq!(mrs.refs.get(), 16);
+    // Sending frees the queue and the references.
+    let pkts = send_all(&qp, &mrs);
+    assert_eq!(pkts.len(), 17);
+    assert_eq!(mrs.refs.get(), 0);
+    assert_eq!(
+        deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
+        ReqVerdict::Accepted
+    );
+}
+
+#[test]
+fn duplicate_restarts_only_from_the_start_with_the_same_length() {
+    let qp = responder(true);
+    let mrs = Mrs::default();
+    let first = req(100, 1, 4, 4 * 4096, RKEY, BASE);
+    let second = req(104, 1, 4, 4 * 4096, RKEY, BASE + 4 * 4096);
+    assert_eq!(deliver(&qp, &first, &mrs), ReqVerdict::Accepted);
+    assert_eq!(deliver(&qp, &second, &mrs), ReqVerdict::Accepted);
+    assert_eq!(send_all(&qp, &mrs).len(), 8);
+    // An exact copy is a fabric duplicate: ignored.
+    assert_eq!(deliver(&qp, &first, &mrs), ReqVerdict::Refused(None));
+    assert!(send_all(&qp, &mrs).is_empty());
+    // Another length, or not the start of an entry: ignored.
+    assert_eq!(
+        deliver(&qp, &req(100, 2, 4, 2 * 4096, RKEY, BASE), &mrs),
+        ReqVerdict::Refused(None)
+    );
+    assert_eq!(
+        deliver(&qp, &req(101, 2, 4, 4 * 4096, RKEY, BASE), &mrs),
+        ReqVerdict::Refused(None)
+    );
+    // A retransmit in a new generation: the entry (only) is sent again.
+    assert_eq!(
+        deliver(&qp, &req(100, 2, 4, 4 * 4096, RKEY, BASE), &mrs),
+        ReqVerdict::Restarted
+    );
+    let again = send_all(&qp, &mrs);
+    assert_eq!(again.len(), 4);
+    let Parsed::ReadResp { bth, hdr, .. } = packet::parse(&again[0]).unwrap().1 else {
+        panic!()
+    };
+    assert_eq!((bth.psn.get() >> 11, hdr.verbs_psn), (2, Psn::new(100)));
+    assert_eq!(mrs.refs.get(), 0);
+    let mut root = LockToken::root();
+    assert_eq!(qp.s_lock.lock(&mut root).ext.resp.r_psn, Psn::new(108));
+}
+
+#[test]
+fn mr_references_are_released_on_reuse_and_destroy() {
+    let qp = responder(true);
+    let mrs = Mrs::default();
+    assert_eq!(
+        deliver(&qp, &req(100, 1, 2, 8192, RKEY, BASE), &mrs),
+        ReqVerdict::Accepted
+    );
+    assert_eq!(mrs.refs.get(), 1);
+    let mut root = LockToken::root();
+    let mut g = qp.s_lock.lock(&mut root);
+    assert_eq!(g.ext.resp.mr_refs(), 1);
+    g.ext.resp.release_all(&mrs);
+    assert_eq!(g.ext.resp.mr_refs(), 0);
+    assert_eq!(mrs.refs.get(), 0);
+}
