@@ -16,13 +16,17 @@
 //! - [`read_resp`]: the responder's per-packet READ_RESP builder with a
 //!   rewindable cursor, and the requester's READ_REQ builder;
 //! - [`read_req`]: validation of a received READ_REQ at the responder, with
-//!   typed NAK codes.
+//!   typed NAK codes;
+//! - [`rc`]: the minimal RC layer a TID READ needs (send queue, ack queue,
+//!   PSNs, the QP's protocol state [`rc::TidQp`]);
+//! - [`requester`] and [`responder`]: the READ engines, over `tid-flow`
+//!   (hardware flows, segments) and the QP's `s_lock`;
+//! - [`packet`]: whole packets the engines build and parse;
+//! - `sim` (feature `sim`): a ready software platform for the engines.
 //!
-//! Everything here is a pure function or a plain value over its inputs: no
-//! lock is taken or needed. Still to come (they build on `tid-flow`, which
-//! owns the hardware flows and the flow ring): the requester and responder
-//! state machines, receive-side KDETH error handling, restart and duplicate
-//! request handling.
+//! The modules above [`rc`] are pure functions or plain values over their
+//! inputs: no lock is taken or needed. The engines run under the QP's
+//! `s_lock` and take `exp_lock` only through `tid-flow`.
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(
     not(test),

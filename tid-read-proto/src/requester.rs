@@ -20,14 +20,44 @@
 //!    response packet) and its READ_REQ goes out with the TID entries.
 //!
 //! The receive path ([`rcv_read_resp`], kernel
-//! `hfi1_rc_rcv_tid_rdma_read_resp()`) sees only a segment's last packet
-//! (the chip placed the others and suppressed their headers). It finds the
-//! request by the packet's `verbs_psn`, checks it is the last PSN of the
-//! oldest segment in flight, releases the segment's TIDs, acknowledges
-//! through the RC layer, and releases the hardware flow at a SYNC point
-//! or when no TID READ is outstanding.
+//! `hfi1_rc_rcv_tid_rdma_read_resp()`) normally sees only a segment's last
+//! packet (the chip placed the others and suppressed their headers); with
+//! errors it sees more. It finds the segment by the packet's `verbs_psn`
+//! and flow PSN, records which packets the chip has placed (and which the
+//! flow register has moved past), and completes a segment once all its
+//! packets are placed and the stream serving it has ended. The RC layer
+//! acknowledges it; the hardware flow is released whenever nothing is in
+//! flight (which covers SYNC points and "no TID READ outstanding").
+//!
+//! Errors (issue 5):
+//!
+//! - a stale generation or a TID error: the packet is dropped (the chip did
+//!   not place it); a sequence error: the chip placed it, software counts
+//!   it like any other packet (reordering and duplicates need no restart,
+//!   so there is no restart storm per late packet);
+//! - a lost packet or READ_REQ: the retry timer ([`timeout`]) or a PSN NAK
+//!   ([`rcv_ack`]) restarts: every segment in flight is re-armed in a fresh
+//!   generation (clear and set up the hardware flow) with the same TIDs and
+//!   IB PSNs, and its READ_REQ goes out again; the responder treats it as
+//!   a duplicate and streams the segment again; packets of the old
+//!   generation then fail the chip's generation check;
+//! - completed segments keep their TIDs until the flow leaves their
+//!   generation (`release_held`), so no late packet can be placed
+//!   into TIDs another request got since;
+//! - any NAK other than a PSN error flushes the QP (every request completes
+//!   in error, everything is released).
 //!
 //! Deviations from the driver, on purpose:
+//!
+//! - Recovery as above instead of the driver's software PSN checking from
+//!   the chip's next expected PSN with one restart per episode and a
+//!   restart from an arbitrary IB PSN (a flow not found completes the
+//!   request in error there; here every restart covers all segments in
+//!   flight, so there is always one). The driver's scheme loses segments
+//!   whose last packet is lost after the flow moved on, and under
+//!   reordering restarts over and over.
+//! - The flow is released whenever nothing is in flight, not only at SYNC
+//!   points and when no TID READ is outstanding, to free held TIDs.
 //!
 //! - The SYNC check counts a segment's packets as its pages (the most it
 //!   can take), not `seg_len / pmtu`: with an 8 KiB MTU over scattered

@@ -23,6 +23,13 @@
 //! Simulated time advances with each packet delivered (a 100 Gb/s wire),
 //! for pcap timestamps and the simulated throughput.
 //!
+//! Faults (`--drop`, `--dup`, `--reorder`, `--stale`) act on both links
+//! ([`crate::fabric`]). The requester's retry timer runs on simulated
+//! time: a QP with segments outstanding that has neither sent nor received
+//! for `RETRY_NS` restarts them; when nothing else can happen, simulated
+//! time jumps to the next expiry. A run ends when nothing is left to do;
+//! QPs with work left are reported stuck.
+//!
 //! At the end the resources still held are read from the real state (TID
 //! entries in use, flows reserved, QP references above the baseline, live
 //! DMA mappings, flow records allocated, MR references, QPs still queued)
