@@ -34,6 +34,7 @@
 #include <linux/atomic.h>
 #include <linux/cpumask.h>
 #include <linux/jiffies.h>
+#include <linux/delay.h>
 
 #include "hfi1_tid.h"
 #include "glue.h"
@@ -557,7 +558,7 @@ static void phase_flush(struct hfi1_tid_test_result *res, bool engine)
 {
 	struct etest *t = kzalloc(sizeof(*t), GFP_KERNEL);
 	struct be_stats s;
-	int i, queued = 0, woken = 0, wrongly_woken = 0;
+	int i, tries, queued = 0, woken = 0, wrongly_woken = 0;
 
 	if (!t || etest_setup(t, NFLOWS + NWAITERS, MODE_FLOW_ONLY, engine)) {
 		res->failed++;
@@ -588,8 +589,22 @@ static void phase_flush(struct hfi1_tid_test_result *res, bool engine)
 		be_release_flow(t, t->qps[i]);
 		t->qps[i]->got_flow = false;
 	}
+	/*
+	 * Each waiter that gets a flow wakes the next through its trigger
+	 * work, so the chain of work items grows while we flush: wait until
+	 * it has settled (or give up after five seconds).
+	 */
+	for (tries = 0; tries < 500; tries++) {
+		flush_workqueue(t->wq);
+		woken = 0;
+		for (i = NFLOWS; i < NFLOWS + NWAITERS; i++)
+			woken += !t->qps[i]->flushed && t->qps[i]->got_flow;
+		if (woken == NWAITERS / 2)
+			break;
+		msleep(10);
+	}
 	flush_workqueue(t->wq);
-	flush_workqueue(t->wq);
+	woken = 0;
 	for (i = NFLOWS; i < NFLOWS + NWAITERS; i++) {
 		if (t->qps[i]->flushed)
 			wrongly_woken += atomic_read(&t->qps[i]->sends);

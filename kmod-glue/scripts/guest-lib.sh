@@ -72,7 +72,7 @@ guest_boot() {
     local start
     start=$(date +%s)
     echo "guest: booting $KERNEL_IMAGE"
-    timeout -k 10 "${GUEST_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -m 512 -smp 1 -nographic -no-reboot \
+    timeout -k 10 "${GUEST_TIMEOUT:-300}" qemu-system-x86_64 -accel tcg -m 512 -smp "${GUEST_SMP:-2}" -nographic -no-reboot \
         -kernel "$KERNEL_IMAGE" -initrd "$GUEST_WORK/initramfs.cpio.gz" \
         -append "console=ttyS0 panic=-1 quiet" </dev/null >"$GUEST_WORK/serial.raw" 2>&1 || true
     echo "guest: ran $(( $(date +%s) - start )) s"
