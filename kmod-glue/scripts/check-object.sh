@@ -64,6 +64,21 @@ if [ -n "$frames" ]; then
     fail=1
 fi
 
+# Panic audit (reported, not refused): exported or engine functions that
+# call straight into a panic or allocation-failure entry point. Each is a
+# path the source claims unreachable (or a test-only allocation); a new
+# line here deserves a look.
+panics=$(objdump -dr --no-show-raw-insn "$obj" | awk '
+    /^[0-9a-f]+ <.*>:$/ { fn = $2; gsub(/[<>:]/, "", fn) }
+    /R_X86_64_(PLT32|PC32)/ && /(panic_for_nonpositive|panic_bounds_check|unwrap_failed|expect_failed|slice_[a-z_]*fail|grow_one|handle_alloc_error|capacity_overflow|panic_fmt|panicking)/ \
+        && fn !~ /(panic|alloc_error|capacity_overflow|handle_error|grow_one|rust_begin_unwind)/ {
+        t = $3; sub(/-0x4$/, "", t); sub(/^\.text\.unlikely\./, "", t); print fn " -> " t
+    }' | sort -u | c++filt | sed -E 's/\[[0-9a-f]{16}\]//g')
+if [ -n "$panics" ]; then
+    echo "check-object: panic audit: call sites that reach the panic handler:"
+    sed 's/^/  /' <<<"$panics"
+fi
+
 objtool=$kdir/tools/objtool/objtool
 if [ ! -x "$objtool" ]; then
     echo "check-object: no objtool at $objtool" >&2
