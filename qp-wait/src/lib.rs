@@ -587,29 +587,35 @@ where
         Ok(())
     }
 
-    /// Takes `qp` off the queue it waits on, if any: clears
-    /// `WAIT_TID_SPACE`, counts a dequeue on that queue and drops the
-    /// queue's reference. Idempotent. Kernel: `dequeue_tid_waiter()`.
+    /// Takes `qp` off `kind` if it waits there: clears `WAIT_TID_SPACE`,
+    /// counts a dequeue and drops the queue's reference. Returns whether
+    /// it left. Idempotent. Kernel: `dequeue_tid_waiter()`.
     ///
-    /// The kernel unlinks the QP from whichever list holds it but counts
-    /// the dequeue on the queue it was asked about; this counts it on the
-    /// queue the QP actually left, so each queue's counters balance. `kind`
-    /// names the queue the caller expects; it is returned when the QP was
-    /// found elsewhere, for tracing.
+    /// The kernel unlinks the QP from whichever list holds it (one link
+    /// serves both queues) and counts the dequeue on `kind`. Here a QP
+    /// waiting on the *other* queue stays there: otherwise a QP queued for
+    /// RcvArray space that had to get a new flow (its flow released while
+    /// it waited) would silently leave the RcvArray queue, and the QP
+    /// behind it would become the head without a wake-up (found by the
+    /// READ engine's simulator: two QPs stuck). Leaving any queue is
+    /// [`flush_wait`]'s job.
     ///
     /// # Locking
     ///
     /// `exp_lock` (`&mut self`) and `qp`'s `s_lock` (`flags`).
-    pub fn dequeue(
-        &mut self,
-        kind: QueueKind,
-        qp: &R::Target,
-        flags: &mut SFlags,
-    ) -> Option<QueueKind> {
-        let (left, r) = self.unlink(qp.slot())?;
-        flags.set_waiting(false);
-        drop(r);
-        (left != kind).then_some(left)
+    pub fn dequeue(&mut self, kind: QueueKind, qp: &R::Target, flags: &mut SFlags) -> bool {
+        let slot = qp.slot();
+        if self.membership(slot) != Membership::Queued(kind) {
+            return false;
+        }
+        match self.unlink(slot) {
+            Some((_, r)) => {
+                flags.set_waiting(false);
+                drop(r);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -759,7 +765,9 @@ pub fn flush_wait<P, S>(
         let was_head = [QueueKind::Flow, QueueKind::RcvArray]
             .into_iter()
             .find(|k| queues.queue(*k).head == slot);
-        let _ = queues.dequeue(QueueKind::Flow, &**qp, &mut state.flags);
+        if let Some((_, r)) = queues.unlink(slot) {
+            drop(r);
+        }
         match was_head {
             Some(k) => queues.first(k),
             None => Wakeup::none(),

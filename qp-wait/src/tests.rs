@@ -87,8 +87,10 @@ fn enqueue_is_fifo_idempotent_and_holds_a_reference() {
         let mut s = qps[i].s_lock.lock(&mut root);
         let (st, tok) = s.parts();
         let mut e = c.exp.lock(tok);
-        assert_eq!(e.dequeue(QueueKind::RcvArray, &qps[i], &mut st.flags), None);
-        assert_eq!(e.dequeue(QueueKind::RcvArray, &qps[i], &mut st.flags), None);
+        assert!(!e.dequeue(QueueKind::Flow, &qps[i], &mut st.flags));
+        assert!(st.waiting(), "still on the RcvArray queue");
+        assert!(e.dequeue(QueueKind::RcvArray, &qps[i], &mut st.flags));
+        assert!(!e.dequeue(QueueKind::RcvArray, &qps[i], &mut st.flags));
         assert!(!st.waiting());
     }
     {
