@@ -8,7 +8,9 @@
 //!
 //! - DMA mapping is the identity: the bus address is the page address
 //!   given. The expected-receive model places payloads at that address in
-//!   its simulated memory.
+//!   its simulated memory. Mapping a page address that is already mapped
+//!   fails (identity bus addresses would collide, and no test maps one
+//!   buffer twice on purpose), as does an injected failure.
 //! - Scheduled work never runs by itself: the test (or simulator) pops work
 //!   items and send-engine requests and runs them, in FIFO order, on the
 //!   thread it chooses. A trigger work item is "pending" from
