@@ -175,15 +175,12 @@ u64 hfi1_tid_sim_read_flow(const void *chip, u32 flow);
 u64 hfi1_tid_sim_stats(const void *chip);
 
 /* LOCKDEP_DEMO=1 module only (Rust feature "lockdep-demo"). */
-int hfi1_tid_lockdep_demo_invert(void *exp, void *s);
+int hfi1_tid_lockdep_demo_invert(void);
 
 /* --- Implemented in C, called by Rust ------------------------------------ */
 
 void *hfi1_tid_kmalloc(size_t size);
 void hfi1_tid_kfree(void *ptr);
 void hfi1_tid_panic(const u8 *msg, size_t len);
-/* LOCKDEP_DEMO=1 module only: kbuild/lockdep_demo.c. */
-u64 hfi1_tid_demo_lock_irqsave(void *lock);
-void hfi1_tid_demo_unlock_irqrestore(void *lock, u64 flags);
 
 #endif /* HFI1_TID_H */

@@ -2,23 +2,34 @@
 /*
  * LOCKDEP_DEMO=1 variant only: hands lockdep a real lock-order inversion.
  *
- * Two spinlocks get the module's named lock classes (the receive context's
- * exp_lock and a QP's s_lock, from glue.c); the Rust side (feature
- * "lockdep-demo", src/lockdep_demo.rs) takes them in the driver's order
- * through its lock types, then exp_lock before s_lock through an unsafe
- * hook below those types. A lockdep kernel must print a circular locking
- * dependency report naming both classes. scripts/lockdep-test.sh runs this
- * in a boot of its own: lockdep switches itself off after one report.
+ * Registers a kernel platform whose spinlock callbacks are the kernel's
+ * spin_lock_init (with the module's named lock classes from glue.c),
+ * spin_lock_irqsave and spin_unlock_irqrestore, the same as the engine's
+ * platform; the other services are never used here and refuse or do
+ * nothing. The Rust side (feature "lockdep-demo", src/lockdep_demo.rs)
+ * makes an exp_lock and an s_lock of that platform, takes them in the
+ * driver's order through its lock types, then exp_lock before s_lock
+ * through an unsafe hook below those types. A lockdep kernel must print a
+ * circular locking dependency report naming both classes.
+ * scripts/lockdep-test.sh runs this in a boot of its own: lockdep switches
+ * itself off after one report.
  */
-#include <linux/slab.h>
+#include <linux/errno.h>
 #include <linux/spinlock.h>
 #include <linux/printk.h>
 
 #include "hfi1_tid.h"
 #include "glue.h"
 
-/* The raw lock operations of the demo's Rust lock backend. */
-u64 hfi1_tid_demo_lock_irqsave(void *lock)
+static void demo_spin_lock_init(void *lock, u32 class)
+{
+	if (class == 0)
+		hfi1_tid_init_exp_lock(lock);
+	else
+		hfi1_tid_init_s_lock(lock);
+}
+
+static size_t demo_spin_lock_irqsave(void *lock)
 {
 	unsigned long flags;
 
@@ -26,27 +37,58 @@ u64 hfi1_tid_demo_lock_irqsave(void *lock)
 	return flags;
 }
 
-void hfi1_tid_demo_unlock_irqrestore(void *lock, u64 flags)
+static void demo_spin_unlock_irqrestore(void *lock, size_t flags)
 {
-	spin_unlock_irqrestore((spinlock_t *)lock, (unsigned long)flags);
+	spin_unlock_irqrestore((spinlock_t *)lock, flags);
 }
+
+static void demo_qp_nop(void *qp)
+{
+}
+
+static bool demo_queue_trigger(void *qp, u32 cpu)
+{
+	return false;
+}
+
+static int demo_dma_map(void *dev, u64 addr, u32 len, u64 *bus)
+{
+	return -EINVAL;
+}
+
+static void demo_dma_unmap(void *dev, u64 bus, u32 len)
+{
+}
+
+static u32 demo_random_u32(void)
+{
+	return 0;
+}
+
+static const struct hfi1_tid_platform_ops demo_platform = {
+	.spin_lock_init = demo_spin_lock_init,
+	.spin_lock_irqsave = demo_spin_lock_irqsave,
+	.spin_unlock_irqrestore = demo_spin_unlock_irqrestore,
+	.qp_get = demo_qp_nop,
+	.qp_put = demo_qp_nop,
+	.queue_trigger = demo_queue_trigger,
+	.schedule_send = demo_qp_nop,
+	.do_send = demo_qp_nop,
+	.dma_map = demo_dma_map,
+	.dma_unmap = demo_dma_unmap,
+	.random_u32 = demo_random_u32,
+};
 
 int hfi1_tid_lockdep_demo(void)
 {
-	struct {
-		spinlock_t exp_lock;
-		spinlock_t s_lock;
-	} *locks;
-	int ret;
+	int ret, unreg;
 
-	locks = kzalloc(sizeof(*locks), GFP_KERNEL);
-	if (!locks)
-		return -ENOMEM;
-	hfi1_tid_init_exp_lock(&locks->exp_lock);
-	hfi1_tid_init_s_lock(&locks->s_lock);
+	ret = hfi1_tid_platform_register(&demo_platform);
+	if (ret)
+		return ret;
 	pr_info("%s: lockdep demo: exp_lock then s_lock, on purpose\n", HFI1_TID_MOD);
-	ret = hfi1_tid_lockdep_demo_invert(&locks->exp_lock, &locks->s_lock);
+	ret = hfi1_tid_lockdep_demo_invert();
 	pr_info("%s: lockdep demo: done (%d)\n", HFI1_TID_MOD, ret);
-	kfree(locks);
-	return ret;
+	unreg = hfi1_tid_platform_unregister();
+	return ret ? ret : unreg;
 }

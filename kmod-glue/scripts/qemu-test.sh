@@ -23,6 +23,8 @@
 #   EXPECT_FAIL=1             the verdict must report failures
 #   ALLOW_REPORTS=1           do not fail on kernel reports (demonstrations)
 #   KEEP_LOG=<file>           copy the serial log there
+#   GUEST_WHILE_LOADED=<sh>   extra guest commands run while the module is
+#                             loaded (lockdep-test.sh reads /proc/lockdep)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 glue="$(dirname "$here")"
@@ -47,6 +49,7 @@ guest_add_module "$MODULE"
 guest_boot "
 if insmod /mod/$NAME.ko $MODULE_ARGS; then echo 'GUEST: insmod ok'; else echo 'GUEST: insmod failed'; fi
 echo \"GUEST: taint while loaded \$(cat /proc/sys/kernel/tainted)\"
+${GUEST_WHILE_LOADED:-}
 if rmmod $NAME; then echo 'GUEST: rmmod ok'; else echo 'GUEST: rmmod failed'; fi
 echo \"GUEST: taint after unload \$(cat /proc/sys/kernel/tainted)\"
 "

@@ -10,16 +10,22 @@
 //! `exp_lock` (SPEC §4), and [`hfi1_hal::lock_order`] makes the reverse fail
 //! to compile. So the only way to write the reverse is to step below the
 //! lock types to the raw platform locks, which [`lock_inverted`] does behind
-//! an explicit `unsafe`. A demo run first takes both locks the legal way
-//! ([`lock_in_order`]), so lockdep learns `s_lock -> exp_lock`, and then
-//! the inverted way; lockdep must answer with a "possible circular locking
-//! dependency" report that names both lock classes
-//! (`hfi1_tid_qp_s_lock`, `hfi1_tid_rcd_exp_lock`, set by the C glue).
+//! an explicit `unsafe`. The demo ([`hfi1_tid_lockdep_demo_invert`]) makes
+//! two locks of the kernel platform ([`KernelSpinLock`], which
+//! `spin_lock_init`s them with the named lockdep classes
+//! `hfi1_tid_rcd_exp_lock` and `hfi1_tid_qp_s_lock` through the registered
+//! C callbacks), takes them the legal way ([`lock_in_order`]), so lockdep
+//! learns `s_lock -> exp_lock`, and then the inverted way; lockdep must
+//! answer with a "possible circular locking dependency" report that names
+//! both classes.
 //!
 //! Kernel: no counterpart. The driver has no such path; this is the bug
 //! lockdep would report if it had one.
 
 use hfi1_hal::lock_order::{ExpLock, Lock, LockToken, RawSpinLock, SLock};
+
+use crate::errno::Errno;
+use crate::kplat::KernelSpinLock;
 
 /// Takes `s` and then `exp`, the driver's order, through lock tokens, and
 /// releases both.
@@ -65,72 +71,36 @@ pub unsafe fn lock_inverted<R: RawSpinLock, A, B>(
     }
 }
 
-#[cfg(target_os = "none")]
-pub use kernel::hfi1_tid_lockdep_demo_invert;
-
-/// The C entry point and a raw lock on a C `spinlock_t` (kernel build only).
-#[cfg(target_os = "none")]
-mod kernel {
-    use core::ffi::c_void;
-
-    use hfi1_hal::lock_order::{ExpLock, Lock, RawSpinLock, SLock};
-
-    use super::{lock_in_order, lock_inverted};
-    use crate::errno::Errno;
-
-    unsafe extern "C" {
-        /// `spin_lock_irqsave(lock, flags)`; returns the flags.
-        fn hfi1_tid_demo_lock_irqsave(lock: *mut c_void) -> u64;
-        /// `spin_unlock_irqrestore(lock, flags)`.
-        fn hfi1_tid_demo_unlock_irqrestore(lock: *mut c_void, flags: u64);
+/// Takes two fresh kernel-platform locks (a receive context's `exp_lock`
+/// and a QP's `s_lock`, each of its named lockdep class) in the driver's
+/// order, then inverted. Returns 0, or `-EINVAL` when no kernel platform
+/// is registered (the locks would then not be kernel spinlocks at all).
+///
+/// The locks are [`KernelSpinLock`]s made with [`Lock::new`], exactly as
+/// the engine makes its context's `exp_lock`, so lockdep sees the
+/// platform's own lock path and class mapping.
+///
+/// # Locking
+///
+/// The caller holds no spinlock and has registered the platform
+/// ([`crate::kplat::hfi1_tid_platform_register`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn hfi1_tid_lockdep_demo_invert() -> i32 {
+    if crate::kplat::ops().is_none() {
+        return Errno::INVAL.to_neg();
     }
-
-    /// A C `spinlock_t` the glue initialised with its lockdep class.
-    ///
-    /// # Invariants
-    ///
-    /// The pointer is a live, initialised `spinlock_t` for this value's
-    /// lifetime (promised to [`hfi1_tid_lockdep_demo_invert`]).
-    struct CSpinLock(*mut c_void);
-
-    // SAFETY: the kernel's spin_lock_irqsave/spin_unlock_irqrestore give
-    // mutual exclusion with acquire/release ordering; by the invariant the
-    // lock is live and initialised.
-    unsafe impl RawSpinLock for CSpinLock {
-        type IrqFlags = u64;
-
-        fn lock_irqsave(&self) -> u64 {
-            // SAFETY: by the invariant the pointer is a live spinlock_t.
-            unsafe { hfi1_tid_demo_lock_irqsave(self.0) }
-        }
-
-        unsafe fn unlock_irqrestore(&self, flags: u64) {
-            // SAFETY: the caller holds the lock and passes its flags.
-            unsafe { hfi1_tid_demo_unlock_irqrestore(self.0, flags) }
-        }
+    let exp: Lock<ExpLock, KernelSpinLock, ()> = Lock::new(());
+    let s: Lock<SLock, KernelSpinLock, ()> = Lock::new(());
+    // SAFETY: neither lock is in use yet, and both stay in this frame,
+    // unmoved, until the function returns.
+    unsafe {
+        exp.raw().init_in_place();
+        s.raw().init_in_place();
     }
-
-    /// Takes the two locks in the driver's order, then inverted. Returns 0,
-    /// or `-EINVAL` for a null lock.
-    ///
-    /// # Safety
-    ///
-    /// `exp` and `s` are null or distinct, initialised `spinlock_t`s (of
-    /// the exp_lock and s_lock classes, in that order) that no other
-    /// context uses during the call; the caller holds no spinlock.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "C" fn hfi1_tid_lockdep_demo_invert(exp: *mut c_void, s: *mut c_void) -> i32 {
-        if exp.is_null() || s.is_null() || exp == s {
-            return Errno::INVAL.to_neg();
-        }
-        // INVARIANT: the caller promised live, initialised locks.
-        let exp: Lock<ExpLock, CSpinLock, ()> = Lock::with_raw(CSpinLock(exp), ());
-        let s: Lock<SLock, CSpinLock, ()> = Lock::with_raw(CSpinLock(s), ());
-        lock_in_order(&s, &exp);
-        // SAFETY: the caller promised that nothing else uses these locks.
-        unsafe { lock_inverted(&exp, &s) };
-        0
-    }
+    lock_in_order(&s, &exp);
+    // SAFETY: both locks are local to this call: nothing else can take them.
+    unsafe { lock_inverted(&exp, &s) };
+    0
 }
 
 #[cfg(test)]
@@ -191,6 +161,98 @@ mod tests {
             log.borrow().as_slice(),
             &[("s", true), ("exp", true), ("exp", false), ("s", false)]
         );
+    }
+
+    /// The C entry point on a registered platform whose spinlock callbacks
+    /// record what the kernel would be asked to do.
+    mod entry {
+        use core::ffi::c_void;
+        use std::sync::Mutex;
+        use std::vec::Vec;
+
+        use crate::errno::EINVAL;
+        use crate::kplat::{
+            LOCK_CLASS_EXP, LOCK_CLASS_S, PlatformOps, hfi1_tid_platform_register,
+            hfi1_tid_platform_unregister,
+        };
+        use crate::lockdep_demo::hfi1_tid_lockdep_demo_invert;
+
+        /// `(operation, class)`: `i`nit, `l`ock, `u`nlock.
+        static EVENTS: Mutex<Vec<(char, u32)>> = Mutex::new(Vec::new());
+        /// Lock address to the class it was initialised with.
+        static CLASSES: Mutex<Vec<(usize, u32)>> = Mutex::new(Vec::new());
+
+        fn class_of(lock: *mut c_void) -> u32 {
+            CLASSES
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|(p, _)| *p == lock as usize)
+                .map_or(u32::MAX, |&(_, c)| c)
+        }
+        unsafe extern "C" fn init(lock: *mut c_void, class: u32) {
+            CLASSES.lock().unwrap().push((lock as usize, class));
+            EVENTS.lock().unwrap().push(('i', class));
+        }
+        unsafe extern "C" fn lock(lock: *mut c_void) -> usize {
+            EVENTS.lock().unwrap().push(('l', class_of(lock)));
+            0
+        }
+        unsafe extern "C" fn unlock(lock: *mut c_void, _flags: usize) {
+            EVENTS.lock().unwrap().push(('u', class_of(lock)));
+        }
+        unsafe extern "C" fn qp(_: *mut c_void) {}
+        unsafe extern "C" fn trigger(_: *mut c_void, _: u32) -> bool {
+            false
+        }
+        unsafe extern "C" fn map(_: *mut c_void, _: u64, _: u32, _: *mut u64) -> i32 {
+            -EINVAL
+        }
+        unsafe extern "C" fn unmap(_: *mut c_void, _: u64, _: u32) {}
+        unsafe extern "C" fn random() -> u32 {
+            4
+        }
+
+        #[test]
+        fn needs_a_platform_then_inverts_kernel_locks() {
+            assert_eq!(hfi1_tid_lockdep_demo_invert(), -EINVAL);
+            assert!(EVENTS.lock().unwrap().is_empty());
+            let ops = PlatformOps {
+                spin_lock_init: Some(init),
+                spin_lock_irqsave: Some(lock),
+                spin_unlock_irqrestore: Some(unlock),
+                qp_get: Some(qp),
+                qp_put: Some(qp),
+                queue_trigger: Some(trigger),
+                schedule_send: Some(qp),
+                do_send: Some(qp),
+                dma_map: Some(map),
+                dma_unmap: Some(unmap),
+                random_u32: Some(random),
+            };
+            // SAFETY: the callbacks are plain functions, callable until the
+            // end of the program.
+            assert_eq!(unsafe { hfi1_tid_platform_register(&ops) }, 0);
+            let ret = hfi1_tid_lockdep_demo_invert();
+            assert_eq!(hfi1_tid_platform_unregister(), 0);
+            assert_eq!(ret, 0);
+            let (e, s) = (LOCK_CLASS_EXP, LOCK_CLASS_S);
+            assert_eq!(
+                EVENTS.lock().unwrap().as_slice(),
+                &[
+                    ('i', e),
+                    ('i', s),
+                    ('l', s),
+                    ('l', e),
+                    ('u', e),
+                    ('u', s),
+                    ('l', e),
+                    ('l', s),
+                    ('u', s),
+                    ('u', e),
+                ]
+            );
+        }
     }
 
     #[test]
