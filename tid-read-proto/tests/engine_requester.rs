@@ -380,3 +380,34 @@ fn posting_checks_the_scatter_list_and_the_queue() {
     }
     assert_eq!(w.post(16, &sges), Err(EngineError::QueueFull));
 }
+
+#[test]
+fn a_resp_whose_verbs_psn_names_no_segment_is_dropped() {
+    let mut w = world(16);
+    let sges = scattered(&mut w.mem, 0x100, 4);
+    w.post(1, &sges).unwrap();
+    let resps = World::responses(&w.send()[0]);
+    // Packets 0 and 1 arrive; then a copy of the last one whose verbs PSN
+    // lies outside the request, ahead of packet 2: the chip flags it
+    // (sequence error) and software must not count it.
+    for r in &resps[..2] {
+        assert_eq!(w.receive(r, 1), (None, None));
+    }
+    let mut bad = resps[3].clone();
+    bad.1.verbs_psn = bad.1.verbs_psn.add(1000);
+    let (err, v) = w.receive(&bad, 1);
+    assert_eq!(
+        (err, v),
+        (Some(RcvError::FlowSeq), Some(RespVerdict::Dropped))
+    );
+    // Packet 2 arrives in sequence (placed silently); the real last one
+    // never does, so the segment must not complete.
+    assert_eq!(w.receive(&resps[2], 1), (None, None));
+    let mut root = LockToken::root();
+    let g = w.qp.s_lock.lock(&mut root);
+    assert_eq!(g.ext.req.stats.psn_dropped, 1);
+    assert_eq!(
+        g.ext.req.stats.segments_done, 0,
+        "no completion from a bad PSN"
+    );
+}
