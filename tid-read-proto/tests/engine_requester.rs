@@ -393,7 +393,7 @@ fn a_resp_whose_verbs_psn_names_no_segment_is_dropped() {
     for r in &resps[..2] {
         assert_eq!(w.receive(r, 1), (None, None));
     }
-    let mut bad = resps[3].clone();
+    let mut bad = resps[3];
     bad.1.verbs_psn = bad.1.verbs_psn.add(1000);
     let (err, v) = w.receive(&bad, 1);
     assert_eq!(
