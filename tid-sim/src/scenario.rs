@@ -303,6 +303,9 @@ pub struct Report {
     pub stale_injected: u64,
     /// Deliveries that overtook an earlier packet.
     pub reordered: u64,
+    /// Lock acquisitions the runtime lock-order checker saw during the run
+    /// (process-wide; a violation panics, so a finished run had none).
+    pub lock_checks: u64,
 }
 
 impl Report {
@@ -354,7 +357,7 @@ impl Report {
                 "\"wall_mib_per_s\":{:.1},\"retransmits\":{},\"restarts\":{},",
                 "\"timeouts\":{},\"stale_dropped\":{},\"duplicated\":{},",
                 "\"stale_injected\":{},\"reordered\":{},\"drops\":{{{}}},",
-                "\"leaked\":{{{}}}}}"
+                "\"lock_checks\":{},\"leaked\":{{{}}}}}"
             ),
             self.ok(),
             self.requested_bytes,
@@ -388,6 +391,7 @@ impl Report {
             self.stale_injected,
             self.reordered,
             obj(&self.drops),
+            self.lock_checks,
             obj(&self.leaked)
         )
     }
@@ -412,7 +416,8 @@ impl Report {
                 "  recovery   {} restarts ({} timeouts), {} READ_REQs resent; ",
                 "{} stale dropped\n",
                 "  faults     {} duplicated, {} stale injected, {} reordered; drops: {}\n",
-                "  left       {}; stuck QPs {}; engine errors {}\n"
+                "  left       {}; stuck QPs {}; engine errors {}\n",
+                "  locks      {} acquisitions checked for order, no violation\n"
             ),
             if self.ok() { "PASS" } else { "FAIL" },
             self.verified_bytes,
@@ -451,6 +456,7 @@ impl Report {
             leaked.join(", "),
             self.stuck_qps,
             self.engine_errors,
+            self.lock_checks,
         )
     }
 }
@@ -533,6 +539,7 @@ pub fn run(
     mut pcap: Option<&mut PcapWriter<impl Write>>,
 ) -> Report {
     let wall = Instant::now();
+    let checks_before = hfi1_hal::sim::lockdep::acquisitions();
     let mut rep = Report::default();
     let mut rng = Rng::new(opts.seed);
     let nqps = opts.qps;
@@ -1023,6 +1030,7 @@ pub fn run(
         drop(qp);
     }
     drop(resp_rcd);
+    rep.lock_checks = hfi1_hal::sim::lockdep::acquisitions().saturating_sub(checks_before);
     rep.wall_secs = wall.elapsed().as_secs_f64();
     rep
 }
