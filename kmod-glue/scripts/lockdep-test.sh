@@ -137,10 +137,14 @@ if [[ $debian == 1 ]]; then
 	fi
 fi
 
-# 3. The debug kernel, normal module. A separate build directory per
-#    kernel and variant, so no object built for one is reused for another.
+# 3. The debug kernel, normal module. A separate kbuild directory per kernel
+#    and variant, so no module built for one is reused for another; one
+#    Rust target directory for all (the Rust object does not depend on the
+#    kernel, and cargo keeps each feature set's build, so nothing is
+#    rebuilt twice).
+rust_target="$glue/build/rust"
 say "boot debug: self-test on the debug kernel"
-make -s -C "$glue" KDIR="$KDIR" BUILD="$glue/build/debug-kernel" module
+make -s -C "$glue" KDIR="$KDIR" BUILD="$glue/build/debug-kernel" RUST_TARGET_DIR="$rust_target" module
 if KDIR="$KDIR" KERNEL_IMAGE="$KERNEL_IMAGE" GUEST_POWEROFF=reboot \
 	MODULE="$glue/build/debug-kernel/kbuild/$name.ko" KEEP_LOG="$logs/debug.log" \
 	GUEST_WHILE_LOADED="$probe" bash "$here/qemu-test.sh"; then
@@ -157,7 +161,7 @@ fi
 #    this log (it holds a report and lockdep ends switched off), so its exit
 #    status is only shown; the judgement is judge_demo's.
 say "boot demo: deliberate exp_lock -> s_lock inversion on the debug kernel"
-make -s -C "$glue" KDIR="$KDIR" BUILD="$glue/build/lockdep-demo" LOCKDEP_DEMO=1 \
+make -s -C "$glue" KDIR="$KDIR" BUILD="$glue/build/lockdep-demo" RUST_TARGET_DIR="$rust_target" LOCKDEP_DEMO=1 \
 	RUST_FEATURES="sim lockdep-demo" module
 demo_rc=0
 KDIR="$KDIR" KERNEL_IMAGE="$KERNEL_IMAGE" GUEST_POWEROFF=reboot ALLOW_REPORTS=1 \
@@ -188,7 +192,8 @@ fi
 # 5. Opt-in: the stateful engine under lockdep.
 if [[ "${HFI1_LOCKDEP_ENGINE:-0}" == 1 ]]; then
 	say "boot engine: the ENGINE=1 self-test on the debug kernel"
-	make -s -C "$glue" KDIR="$KDIR" BUILD="$glue/build/debug-engine" ENGINE=1 FRAME_LIMIT=24576 module
+	make -s -C "$glue" KDIR="$KDIR" BUILD="$glue/build/debug-engine" RUST_TARGET_DIR="$rust_target" \
+		ENGINE=1 FRAME_LIMIT=24576 module
 	if KDIR="$KDIR" KERNEL_IMAGE="$KERNEL_IMAGE" GUEST_POWEROFF=reboot \
 		MODULE="$glue/build/debug-engine/kbuild/$name.ko" KEEP_LOG="$logs/engine.log" \
 		GUEST_WHILE_LOADED="$probe" bash "$here/qemu-test.sh"; then
