@@ -27,7 +27,7 @@
     )
 )]
 
-#[cfg(feature = "sim")]
+// `services::try_fill_vec` (fallible tables) and the `sim` feature.
 extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;

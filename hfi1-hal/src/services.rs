@@ -10,6 +10,8 @@
 use core::mem::MaybeUninit;
 use core::ops::{Deref, DerefMut};
 
+use alloc::vec::Vec;
+
 /// A counted reference to a QP that keeps it alive.
 ///
 /// Taking another reference is [`QpRef::get`]; dropping one is the put.
@@ -133,5 +135,90 @@ impl<T: DmaMap + ?Sized> DmaMap for &T {
 
     fn unmap(&self, bus: u64, len: u32) {
         (**self).unmap(bus, len);
+    }
+}
+
+/// Makes `v` exactly `n` copies of `value`, allocating fallibly: the
+/// kernel's `kcalloc()` of a per-context table (TID groups, waiter slots).
+/// See [`try_fill_vec_with`].
+///
+/// # Errors
+///
+/// [`NoMemory`] if the room cannot be reserved; `v` is then unchanged.
+pub fn try_fill_vec<T: Clone>(v: &mut Vec<T>, n: usize, value: T) -> Result<(), NoMemory> {
+    try_fill_vec_with(v, n, || value.clone())
+}
+
+/// Makes `v` exactly `n` values made by `make`, allocating fallibly.
+///
+/// Growing reserves the missing room with `try_reserve_exact` and writes
+/// the new elements straight into it, so no infallible allocation path
+/// (and no panic on allocation failure) is compiled in. Existing elements
+/// are replaced; extra ones are dropped. After a successful
+/// `try_reserve_exact` for the missing room this cannot fail.
+///
+/// # Errors
+///
+/// [`NoMemory`] if the room cannot be reserved; `v` is then unchanged.
+pub fn try_fill_vec_with<T>(
+    v: &mut Vec<T>,
+    n: usize,
+    mut make: impl FnMut() -> T,
+) -> Result<(), NoMemory> {
+    if let Some(missing) = n.checked_sub(v.len()) {
+        v.try_reserve_exact(missing).map_err(|_| NoMemory)?;
+    }
+    v.truncate(n);
+    for x in v.iter_mut() {
+        *x = make();
+    }
+    let len = v.len();
+    let mut written = 0usize;
+    for slot in v
+        .spare_capacity_mut()
+        .iter_mut()
+        .take(n.saturating_sub(len))
+    {
+        slot.write(make());
+        written = written.wrapping_add(1);
+    }
+    // SAFETY: the `written` elements right after the first `len` were just
+    // initialised, and they lie within the capacity (`spare_capacity_mut`
+    // yields only that room), so `len + written <= capacity` and every
+    // element below it is initialised.
+    unsafe { v.set_len(len.wrapping_add(written)) };
+    // Always equal: the room for `n` was reserved above.
+    if v.len() == n { Ok(()) } else { Err(NoMemory) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    #[test]
+    fn fill_grows_shrinks_and_overwrites() {
+        let mut v: Vec<u32> = Vec::new();
+        try_fill_vec(&mut v, 5, 7).unwrap();
+        assert_eq!(v, [7, 7, 7, 7, 7]);
+        v[1] = 3;
+        try_fill_vec(&mut v, 2, 9).unwrap();
+        assert_eq!(v, [9, 9]);
+        let mut n = 0;
+        try_fill_vec_with(&mut v, 4, || {
+            n += 1;
+            n
+        })
+        .unwrap();
+        assert_eq!(v, [1, 2, 3, 4]);
+        try_fill_vec(&mut v, 0, 1).unwrap();
+        assert!(v.is_empty());
+    }
+
+    #[test]
+    fn fill_refuses_impossible_sizes_unchanged() {
+        let mut v = vec![1u64, 2];
+        assert_eq!(try_fill_vec(&mut v, usize::MAX, 0), Err(NoMemory));
+        assert_eq!(v, [1, 2]);
     }
 }

@@ -97,17 +97,15 @@ mod sim_abi {
         if entries > 65536 || expected_base.checked_add(entries).is_none() {
             return core::ptr::null_mut();
         }
-        // The chip's entry table is small and its allocation is a
-        // fallible kmalloc in the kernel; only the outer box is infallible
-        // Rust, so try the big part first.
-        let mut probe = alloc::vec::Vec::<hfi1_hal::sim::SimRcvEntry>::new();
-        if probe.try_reserve_exact(entries as usize).is_err() {
+        // Both the entry table and the box are fallible allocations; the
+        // call log is off.
+        let Ok(c) = SimContext::try_new(expected_base, entries) else {
             return core::ptr::null_mut();
+        };
+        match crate::kplat::try_box(c) {
+            Some(b) => Box::into_raw(b).cast(),
+            None => core::ptr::null_mut(),
         }
-        drop(probe);
-        let mut c = SimContext::new(expected_base, entries);
-        c.set_logging(false);
-        Box::into_raw(Box::new(c)).cast()
     }
 
     /// Frees a chip from [`hfi1_tid_sim_create`]; null is ignored.

@@ -17,7 +17,6 @@
 //! The README explains what this means for wiring the driver to it.
 
 use core::ffi::c_void;
-use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
 
 use arrayvec::ArrayVec;
@@ -37,35 +36,17 @@ use crate::qp::borrow_qp;
 /// A receive context (`struct hfi1_tid_rcd`). Kernel: the TID RDMA part of
 /// `struct hfi1_ctxtdata`.
 ///
-/// It is the constructor's `Result` itself, kept where the constructor
-/// wrote it: the ~10 KiB context is built straight into its heap block
-/// instead of in a stack slot (kernel stacks are 16 KiB). Only `Ok` values
-/// are ever handed out.
+/// A few hundred bytes (its TID group and waiter tables are separate
+/// allocations), built by [`RcvCtxt::try_new_in`] and moved into its heap
+/// block, where its `exp_lock` is then initialised.
 #[derive(Debug)]
 #[repr(transparent)]
-pub struct Rcd(Result<RcvCtxt<KernelPlatform>, tid_flow::FlowError>);
+pub struct Rcd(RcvCtxt<KernelPlatform>);
 
 impl Rcd {
-    fn ctx(&self) -> Option<&RcvCtxt<KernelPlatform>> {
-        self.0.as_ref().ok()
+    fn ctx(&self) -> &RcvCtxt<KernelPlatform> {
+        &self.0
     }
-}
-
-/// Runs `RcvCtxt::new` with its result written straight into a heap
-/// block. Returns the block (which may hold an error) or `None` for no
-/// memory.
-fn new_ctx_in_heap(parts: CtxtParts<KernelPlatform>) -> Option<NonNull<Rcd>> {
-    let layout = core::alloc::Layout::new::<Rcd>();
-    // SAFETY: the layout is not zero-sized.
-    let p = NonNull::new(unsafe { alloc::alloc::alloc(layout) }.cast::<Rcd>())?;
-    // SAFETY: `p` is a fresh, aligned allocation for one `Rcd`, which is a
-    // transparent wrapper of the constructor's result.
-    unsafe {
-        p.as_ptr()
-            .cast::<Result<RcvCtxt<KernelPlatform>, tid_flow::FlowError>>()
-            .write(RcvCtxt::new(parts, &mut KRandom))
-    };
-    Some(p)
 }
 
 /// One request (`struct hfi1_tid_req`). Kernel: `struct tid_rdma_request`.
@@ -178,20 +159,15 @@ pub unsafe extern "C" fn hfi1_tid_ctx_create(
         mem: KMem,
         dev: devc,
     };
-    let Some(block) = new_ctx_in_heap(parts) else {
+    let Ok(ctx) = RcvCtxt::<KernelPlatform>::try_new_in(&KMem, parts, &mut KRandom) else {
         return core::ptr::null_mut();
     };
-    // SAFETY: `block` was allocated by the global allocator for one `Rcd`
-    // and initialised by `new_ctx_in_heap`.
-    let rcd = unsafe { Box::from_raw(block.as_ptr()) };
-    let Some(ctx) = rcd.ctx() else {
-        return core::ptr::null_mut();
-    };
-    // SAFETY: the heap block is the lock's final place and nobody else has
-    // it yet.
+    // SAFETY: the heap block is the lock's final place (the context never
+    // moves out of its box) and nobody else has it yet.
     unsafe { ctx.exp_lock.raw().init_in_place() };
     live_inc();
-    Box::into_raw(rcd)
+    // `Rcd` is a transparent wrapper of the context.
+    Box::into_raw(ctx).cast::<Rcd>()
 }
 
 use alloc::boxed::Box;
@@ -213,7 +189,7 @@ use alloc::boxed::Box;
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_ctx_destroy(rcd: *mut Rcd) -> i32 {
     // SAFETY: the caller promises exclusive use of a valid context.
-    let Some(Rcd(Ok(ctx))) = (unsafe { rcd.as_mut() }) else {
+    let Some(Rcd(ctx)) = (unsafe { rcd.as_mut() }) else {
         return Errno::INVAL.to_neg();
     };
     let es = ctx.exp_lock.get_mut();
@@ -245,7 +221,7 @@ pub unsafe extern "C" fn hfi1_tid_ctx_stats(
 ) -> i32 {
     // SAFETY: forwarded from the caller.
     let (Some(rcd), Some(r), Some(out)) = (
-        unsafe { rcd.as_ref() }.and_then(Rcd::ctx),
+        unsafe { rcd.as_ref() }.map(Rcd::ctx),
         unsafe { borrow_qp(qp) },
         unsafe { out.as_mut() },
     ) else {
@@ -283,7 +259,7 @@ pub unsafe extern "C" fn hfi1_tid_ctx_stats(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_setup_hw_flow(rcd: *const Rcd, qp: *mut KQp) -> i32 {
     // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(r)) = (unsafe { rcd.as_ref() }.and_then(Rcd::ctx), unsafe {
+    let (Some(rcd), Some(r)) = (unsafe { rcd.as_ref() }.map(Rcd::ctx), unsafe {
         borrow_qp(qp)
     }) else {
         return Errno::INVAL.to_neg();
@@ -310,7 +286,7 @@ pub unsafe extern "C" fn hfi1_tid_setup_hw_flow(rcd: *const Rcd, qp: *mut KQp) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_clear_hw_flow(rcd: *const Rcd, qp: *mut KQp) -> i32 {
     // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(r)) = (unsafe { rcd.as_ref() }.and_then(Rcd::ctx), unsafe {
+    let (Some(rcd), Some(r)) = (unsafe { rcd.as_ref() }.map(Rcd::ctx), unsafe {
         borrow_qp(qp)
     }) else {
         return Errno::INVAL.to_neg();
@@ -429,7 +405,7 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_setup(
 ) -> i32 {
     // SAFETY: forwarded from the caller.
     let (Some(rcd), Some(r), Some(req)) = (
-        unsafe { rcd.as_ref() }.and_then(Rcd::ctx),
+        unsafe { rcd.as_ref() }.map(Rcd::ctx),
         unsafe { borrow_qp(qp) },
         unsafe { req.as_mut() },
     ) else {
@@ -442,10 +418,17 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_setup(
     for i in 0..nsges as usize {
         // SAFETY: `i < nsges` and `sges` is valid for `nsges` reads.
         let s = unsafe { sges.add(i).read() };
-        list.push(Sge {
-            vaddr: s.vaddr,
-            length: s.length,
-        });
+        // Cannot overflow (`nsges <= MAX_SGES`, checked above); `try_push`
+        // keeps ArrayVec's panicking path out of the object.
+        if list
+            .try_push(Sge {
+                vaddr: s.vaddr,
+                length: s.length,
+            })
+            .is_err()
+        {
+            return Errno::INVAL.to_neg();
+        }
     }
     let mut root = LockToken::root();
     let mut s = r.s_lock.lock(&mut root);
@@ -480,7 +463,7 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear(
 ) -> i32 {
     // SAFETY: forwarded from the caller.
     let (Some(rcd), Some(r), Some(req)) = (
-        unsafe { rcd.as_ref() }.and_then(Rcd::ctx),
+        unsafe { rcd.as_ref() }.map(Rcd::ctx),
         unsafe { borrow_qp(qp) },
         unsafe { req.as_mut() },
     ) else {
@@ -513,7 +496,7 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear_all(
 ) -> i32 {
     // SAFETY: forwarded from the caller.
     let (Some(rcd), Some(r), Some(req)) = (
-        unsafe { rcd.as_ref() }.and_then(Rcd::ctx),
+        unsafe { rcd.as_ref() }.map(Rcd::ctx),
         unsafe { borrow_qp(qp) },
         unsafe { req.as_mut() },
     ) else {
@@ -541,7 +524,7 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear_all(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_flush_wait(rcd: *const Rcd, qp: *mut KQp) -> i32 {
     // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(r)) = (unsafe { rcd.as_ref() }.and_then(Rcd::ctx), unsafe {
+    let (Some(rcd), Some(r)) = (unsafe { rcd.as_ref() }.map(Rcd::ctx), unsafe {
         borrow_qp(qp)
     }) else {
         return Errno::INVAL.to_neg();

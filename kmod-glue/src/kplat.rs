@@ -31,7 +31,7 @@ use alloc::boxed::Box;
 
 use hfi1_hal::lock_order::{LockClass, NewRawSpinLock, RawSpinLock};
 use hfi1_hal::services::{
-    AllocContext, DmaError, DmaMap, Memory, NoMemory, QpRef, RandomSource, Scheduler,
+    AllocContext, DmaError, DmaMap, InitInPlace, Memory, NoMemory, QpRef, RandomSource, Scheduler,
 };
 use qp_wait::{DevCounters, Qp, WaitPlatform};
 use tid_flow::{FlowPlatform, QpFlowState};
@@ -538,6 +538,33 @@ impl Memory for KMem {
         // which covers every `Atomic` caller (they hold a spinlock).
         try_box(value).ok_or(NoMemory)
     }
+
+    /// Allocates first and initialises the allocation in place: the value
+    /// (a request's ~15 KiB flow ring) never exists on the 16 KiB kernel
+    /// stack.
+    fn try_box_in_place<T: InitInPlace>(&self, _ctx: AllocContext) -> Result<Box<T>, NoMemory> {
+        try_box_in_place::<T>().ok_or(NoMemory)
+    }
+}
+
+/// `Box<T>` for a `T` written in place by [`InitInPlace`], or `None` when
+/// the allocator fails: the value is never built on the stack.
+pub(crate) fn try_box_in_place<T: InitInPlace>() -> Option<Box<T>> {
+    let layout = core::alloc::Layout::new::<T>();
+    let p = if layout.size() == 0 {
+        NonNull::<T>::dangling()
+    } else {
+        // SAFETY: the layout has a non-zero size.
+        NonNull::new(unsafe { alloc::alloc::alloc(layout) }.cast::<T>())?
+    };
+    // SAFETY: `p` is valid for writes of one `T` and aligned (a fresh
+    // allocation with `T`'s layout, or dangling for a zero-sized `T`); its
+    // uninitialised contents need no drop.
+    unsafe { T::init_in_place(p.as_ptr()) };
+    // SAFETY: `init_in_place` left a valid `T` at `p` (the trait's
+    // contract), allocated by the global allocator with
+    // `Layout::new::<T>()` (or dangling and zero-sized), as `Box` requires.
+    Some(unsafe { Box::from_raw(p.as_ptr()) })
 }
 
 /// Random numbers from the kernel.
@@ -573,5 +600,36 @@ pub(crate) fn do_send(qp: &KRef) {
     if let Some(o) = ops() {
         // SAFETY: the reference keeps the QP alive for the call.
         unsafe { (o.do_send)(qp.cookie()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Big enough that building it on a kernel stack would be refused.
+    struct Big([u32; 4096]);
+
+    // SAFETY: writes every element, leaving a valid `Big`.
+    unsafe impl InitInPlace for Big {
+        unsafe fn init_in_place(ptr: *mut Self) {
+            let first = ptr.cast::<u32>();
+            for i in 0..4096 {
+                // SAFETY: `ptr` is valid for one `Big`, i.e. 4096 `u32`s.
+                unsafe { first.add(i).write(i as u32 * 3) };
+            }
+        }
+    }
+
+    #[test]
+    fn in_place_box_is_initialised_by_the_type() {
+        let b = KMem
+            .try_box_in_place::<Big>(AllocContext::MaySleep)
+            .unwrap();
+        assert!(b.0.iter().enumerate().all(|(i, &v)| v == i as u32 * 3));
+        let ring = KMem
+            .try_box_in_place::<tid_flow::segment::FlowRing>(AllocContext::Atomic)
+            .unwrap();
+        assert_eq!(ring.len(), 8);
     }
 }

@@ -375,21 +375,22 @@ impl<R> Wakeup<R> {
 
 impl<R> WaitQueues<R> {
     /// Empty queues with room for `slots` QPs (slots `0..slots`).
-    /// Allocates the table fallibly, once, at context init.
+    /// Allocates the table fallibly, once, at context init (no infallible
+    /// allocation path is compiled in).
+    ///
+    /// # Errors
+    ///
+    /// [`WaitError::NoMemory`] if the table cannot be allocated.
     pub fn new(slots: u32) -> Result<Self, WaitError> {
         let mut links = Vec::new();
-        links
-            .try_reserve_exact(slots as usize)
-            .map_err(|_| WaitError::NoMemory)?;
-        for _ in 0..slots {
-            links.push(Link {
-                state: Membership::Idle,
-                prev: NIL,
-                next: NIL,
-                qp: None,
-                ticket: 0,
-            });
-        }
+        hfi1_hal::services::try_fill_vec_with(&mut links, slots as usize, || Link {
+            state: Membership::Idle,
+            prev: NIL,
+            next: NIL,
+            qp: None,
+            ticket: 0,
+        })
+        .map_err(|_| WaitError::NoMemory)?;
         Ok(Self {
             links,
             flow: Queue::EMPTY,

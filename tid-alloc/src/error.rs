@@ -55,6 +55,10 @@ pub enum AllocError {
     /// A group count of 0 or above [`hfi1_hal::consts::MAX_TID_GROUPS`].
     #[error("{0} TID groups (1..=256 allowed)")]
     BadGroupCount(usize),
+    /// The group tables could not be allocated. Kernel: the `-ENOMEM` of
+    /// `hfi1_alloc_ctxt_rcv_groups()`.
+    #[error("out of memory for the TID group tables")]
+    NoMemory,
     /// Not enough free RcvArray entries: nothing was changed. Kernel: the
     /// `-EAGAIN` of `kern_alloc_tids()`.
     #[error("not enough free RcvArray entries")]

@@ -15,13 +15,17 @@
 //! vectors' README): freed groups go to the back of the free list, so the
 //! allocation order rotates over time, exactly as in the driver.
 
+extern crate alloc;
+
 use core::cell::Cell;
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use alloc::vec::Vec;
 use arrayvec::ArrayVec;
 use hfi1_hal::consts::{
     MAX_PAGESETS, MAX_TID_GROUPS, PAGE_SHIFT, TID_GROUP_FULL_MAP, TID_GROUP_SIZE,
 };
+use hfi1_hal::services::try_fill_vec;
 use hfi1_hal::{RcvArray, RcvType, TidEntry};
 
 use crate::AllocError;
@@ -307,9 +311,12 @@ const fn group_base(expected_base: u32, g: u16) -> u32 {
 
 /// The TID groups of one receive context.
 ///
-/// Fixed capacity ([`MAX_TID_GROUPS`]), no allocation. About 10 KiB: the
-/// kernel keeps it inside its (heap-allocated) context, not on a stack;
-/// [`TidGroups::reset`] re-initialises one in place.
+/// The per-group state and the entry owners live in two tables of
+/// `ngroups` entries allocated fallibly once, at construction (the kernel
+/// `kcalloc`s `rcd->groups` the same way), so the value itself is small
+/// (under 100 bytes) and a context holding it can be built on a kernel
+/// stack. Nothing else allocates; [`TidGroups::reset`] re-initialises one
+/// in place and only allocates to grow the tables.
 ///
 /// # Locking
 ///
@@ -331,9 +338,11 @@ pub struct TidGroups {
     /// Entries in use over all groups.
     in_use: u32,
     lists: [ListHead; 3],
-    groups: [Group; MAX_TID_GROUPS],
-    /// Ticket of the allocation that holds each entry; 0 = free.
-    owner: [[u32; TID_GROUP_SIZE]; MAX_TID_GROUPS],
+    /// `ngroups` groups. Kernel: `rcd->groups`.
+    groups: Vec<Group>,
+    /// Ticket of the allocation that holds each entry; 0 = free
+    /// (`ngroups` rows).
+    owner: Vec<[u32; TID_GROUP_SIZE]>,
 }
 
 impl core::fmt::Debug for TidGroups {
@@ -360,7 +369,8 @@ impl TidGroups {
     ///
     /// [`AllocError::BadGroupCount`] unless `1 <= ngroups <= 256`;
     /// [`AllocError::BadBase`] if `expected_base` is not a multiple of 8 or
-    /// the groups would pass the end of the `u32` index space.
+    /// the groups would pass the end of the `u32` index space;
+    /// [`AllocError::NoMemory`] if the tables cannot be allocated.
     pub fn new(expected_base: u32, ngroups: usize) -> Result<Self, AllocError> {
         let mut g = Self {
             instance: 0,
@@ -370,15 +380,16 @@ impl TidGroups {
             next_ticket: Cell::new(1),
             in_use: 0,
             lists: [ListHead::EMPTY; 3],
-            groups: [Group::EMPTY; MAX_TID_GROUPS],
-            owner: [[0; TID_GROUP_SIZE]; MAX_TID_GROUPS],
+            groups: Vec::new(),
+            owner: Vec::new(),
         };
         g.reset(expected_base, ngroups)?;
         Ok(g)
     }
 
     /// Re-initialises in place, as [`Self::new`] builds it; every earlier
-    /// allocation becomes foreign. On error nothing changes.
+    /// allocation becomes foreign. On error nothing changes. Allocates only
+    /// if `ngroups` is more than the tables have held before.
     ///
     /// # Errors
     ///
@@ -391,6 +402,17 @@ impl TidGroups {
         if expected_base % TID_GROUP_SIZE as u32 != 0 || expected_base.checked_add(span).is_none() {
             return Err(AllocError::BadBase(expected_base));
         }
+        // Room for both tables first, so that failing changes nothing and
+        // the fills below cannot fail.
+        self.groups
+            .try_reserve_exact(ngroups.saturating_sub(self.groups.len()))
+            .map_err(|_| AllocError::NoMemory)?;
+        self.owner
+            .try_reserve_exact(ngroups.saturating_sub(self.owner.len()))
+            .map_err(|_| AllocError::NoMemory)?;
+        try_fill_vec(&mut self.groups, ngroups, Group::EMPTY).map_err(|_| AllocError::NoMemory)?;
+        try_fill_vec(&mut self.owner, ngroups, [0; TID_GROUP_SIZE])
+            .map_err(|_| AllocError::NoMemory)?;
         let mut instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
         if instance == 0 {
             instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
@@ -402,8 +424,6 @@ impl TidGroups {
         self.next_ticket.set(1);
         self.in_use = 0;
         self.lists = [ListHead::EMPTY; 3];
-        self.groups = [Group::EMPTY; MAX_TID_GROUPS];
-        self.owner = [[0; TID_GROUP_SIZE]; MAX_TID_GROUPS];
         for i in 0..self.ngroups {
             self.append(i, GroupList::Free);
         }

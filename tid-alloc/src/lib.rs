@@ -5,8 +5,9 @@
 //! into memory: its pages are cut into *page sets* (physically contiguous,
 //! power-of-two runs), each set is programmed into one RcvArray entry of
 //! the receive context, and the entries are named to the peer by 32-bit
-//! *TID entries*. This crate does both halves, with no locking, no
-//! allocation and no `unsafe`; it works on state it is handed, under the
+//! *TID entries*. This crate does both halves, with no locking and no
+//! `unsafe`, and allocates only the group tables (fallibly, when
+//! [`TidGroups`] is built); it works on state it is handed, under the
 //! caller's `exp_lock`.
 //!
 //! # API
@@ -107,9 +108,9 @@
 //!
 //! # Size
 //!
-//! [`TidGroups`] has a fixed capacity of
-//! [`hfi1_hal::consts::MAX_TID_GROUPS`] (256) groups and is about 10 KiB:
-//! keep it in the (heap-allocated) context, not on a kernel stack.
+//! [`TidGroups`] holds up to [`hfi1_hal::consts::MAX_TID_GROUPS`] (256)
+//! groups in tables on the heap (40 bytes per group) and is itself under
+//! 128 bytes, so a context holding it can be built on a kernel stack.
 //! [`TidAlloc`] is about 420 bytes, [`Programmed`] about 260, [`PageSets`]
 //! about 1.5 KiB.
 #![cfg_attr(not(test), no_std)]
@@ -143,7 +144,7 @@ mod size_tests {
 
     #[test]
     fn documented_sizes_hold() {
-        assert!(core::mem::size_of::<TidGroups>() <= 11 * 1024);
+        assert!(core::mem::size_of::<TidGroups>() <= 128);
         assert!(core::mem::size_of::<TidAlloc>() <= 440);
         assert!(core::mem::size_of::<Programmed>() <= 264);
         assert!(core::mem::size_of::<PageSets>() <= 1560);

@@ -186,15 +186,16 @@ fn push(sets: &mut PageSets, set: PageSet) -> Result<(), AllocError> {
 }
 
 /// The largest chunk a run of `pages` pages may start with: 512 pages if
-/// the run is longer, else the largest power of two not above it.
+/// the run is longer, else the largest power of two not above it; 0 for an
+/// empty run (no panic path: `checked_ilog2` instead of `ilog2`).
 #[inline(always)]
 fn chunk_of(pages: usize) -> usize {
     if pages > MAX_EXPECTED_PAGES as usize {
         MAX_EXPECTED_PAGES as usize
     } else {
-        // pages >= 1 here, so ilog2 is defined; 1 << ilog2 rounds down to a
-        // power of two (and leaves a power of two alone).
-        1usize << pages.ilog2()
+        // 1 << ilog2 rounds down to a power of two (and leaves a power of
+        // two alone); ilog2 <= 9 here, so the shift cannot overflow.
+        pages.checked_ilog2().map_or(0, |log| 1usize << log)
     }
 }
 
@@ -235,6 +236,10 @@ fn emit_run(
     first: u64,
 ) -> Result<(), AllocError> {
     let mut addr = first;
+    if count == 0 {
+        // The callers never pass an empty run; emitting nothing is right.
+        return Ok(());
+    }
     if count == 1 {
         // The common case of scattered pages.
         return push(
@@ -564,6 +569,20 @@ mod tests {
 
     fn run(start_pfn: u64, n: u64) -> Vec<u64> {
         (0..n).map(|i| (start_pfn + i) * 4096).collect()
+    }
+
+    #[test]
+    fn chunks_round_down_and_empty_runs_emit_nothing() {
+        let got: Vec<usize> = [0, 1, 2, 3, 7, 8, 511, 512, 513, 4096]
+            .iter()
+            .map(|&n| chunk_of(n))
+            .collect();
+        assert_eq!(got, [0, 1, 2, 2, 4, 8, 256, 512, 512, 512]);
+        let mut sets = PageSets::new();
+        emit_run(&mut sets, 0, 0, 0x1000).unwrap();
+        assert!(sets.is_empty());
+        emit_run(&mut sets, 0, 3, 0x1000).unwrap();
+        assert_eq!(counts(&sets), [2, 1]);
     }
 
     #[test]

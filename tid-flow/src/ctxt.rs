@@ -8,7 +8,7 @@ use core::ops::Deref;
 use hfi1_hal::Generation;
 use hfi1_hal::lock_order::{ExpLock, Guard, Lock, LockToken, NewRawSpinLock, RawSpinLock, SLock};
 use hfi1_hal::platform::{FlowTable, RcvArray};
-use hfi1_hal::services::{DmaMap, Memory, RandomSource};
+use hfi1_hal::services::{AllocContext, DmaMap, Memory, RandomSource};
 use qp_wait::{DevCounters, Membership, QueueKind, SFlags, SendState, WaitPlatform, WaitQueues};
 use tid_alloc::TidGroups;
 
@@ -57,7 +57,9 @@ pub type ExpGuard<'a, P> = Guard<'a, ExpLock, <P as WaitPlatform>::Lock, ExpStat
 /// One receive context. Kernel: `struct hfi1_ctxtdata` (the TID RDMA
 /// parts).
 ///
-/// Large (the TID groups are about 10 KiB): keep it on the heap.
+/// A few hundred bytes: the TID group and waiter tables are allocated
+/// separately (as the kernel `kcalloc`s them), so building one on a kernel
+/// stack is fine; [`RcvCtxt::try_new_in`] puts it straight on the heap.
 pub struct RcvCtxt<P: FlowPlatform> {
     ctxt: u32,
     /// Kernel: `rcd->exp_lock` and the state it guards.
@@ -132,6 +134,30 @@ where
             mem: parts.mem,
             dev: parts.dev,
         })
+    }
+
+    /// Builds a context as [`RcvCtxt::new`] does and moves it into memory
+    /// from `alloc` (a context that may sleep: context creation).
+    /// Kernel: `hfi1_kern_exp_rcv_init()` inside the `kzalloc`ed
+    /// `hfi1_ctxtdata`.
+    ///
+    /// A platform whose lock must be initialised where it lives (the
+    /// kernel's `spinlock_t`) does that on the returned box, before the
+    /// context is shared.
+    ///
+    /// # Errors
+    ///
+    /// As [`RcvCtxt::new`], and [`FlowError::NoMemory`] if the box cannot
+    /// be allocated.
+    pub fn try_new_in<M: Memory>(
+        alloc: &M,
+        parts: CtxtParts<P>,
+        rng: &mut impl RandomSource,
+    ) -> Result<M::Boxed<Self>, FlowError> {
+        let ctx = Self::new(parts, rng)?;
+        alloc
+            .try_box(AllocContext::MaySleep, ctx)
+            .map_err(|_| FlowError::NoMemory)
     }
 }
 
@@ -274,4 +300,33 @@ pub fn clear_hw_flow<P: FlowPlatform>(rcd: &RcvCtxt<P>, qp: &P::Ref, qp_locked: 
         es.waiters.first(QueueKind::Flow)
     };
     wake.deliver(qp, flags, token, &rcd.sched);
+}
+
+/// Moves the QP's hardware flow to its next generation and arms it again,
+/// keeping the flow; the QP's flow PSN restarts at 0. Returns false (and
+/// does nothing) if the QP holds no flow.
+///
+/// For a requester that restarts the segments it has in flight: packets
+/// of the old generation then fail the chip's generation check. Giving
+/// the flow back and taking one again ([`clear_hw_flow`] +
+/// [`setup_hw_flow`]) would let a QP that holds TIDs wait for a flow held
+/// by QPs that wait for its TIDs. No flow is freed, so nobody is woken.
+/// Kernel: no single function; the generation step of
+/// `hfi1_kern_clear_hw_flow()` followed by the arming of
+/// `hfi1_kern_setup_hw_flow()` on the same flow.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`qp_locked`); takes `exp_lock`.
+pub fn regenerate_hw_flow<P: FlowPlatform>(rcd: &RcvCtxt<P>, qp_locked: QpLocked<'_, '_>) -> bool {
+    let QpLocked { flow, token, .. } = qp_locked;
+    let Some(f) = flow.index else {
+        return false;
+    };
+    let mut guard = rcd.exp_lock.lock(token);
+    let es = &mut *guard;
+    es.flows.clear(&mut es.chip, f);
+    flow.generation = es.flows.setup(&mut es.chip, f);
+    flow.psn = 0;
+    true
 }

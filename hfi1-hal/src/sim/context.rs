@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use crate::consts::NUM_TID_FLOWS;
 use crate::fields::{FlowIndex, FlowTableReg};
 use crate::platform::{FlowTable, RcvArray, RcvType};
+use crate::services::{NoMemory, try_fill_vec};
 use crate::sim::expected::ExpectedStats;
 
 /// One platform call, as recorded by [`SimContext`].
@@ -81,6 +82,8 @@ pub struct SimContext {
 impl SimContext {
     /// A context owning RcvArray entries `expected_base ..
     /// expected_base + entries`, all INVALID, every flow register zero.
+    /// Aborts if the entry table cannot be allocated (tests); the kernel
+    /// self-test uses [`SimContext::try_new`].
     pub fn new(expected_base: u32, entries: u32) -> Self {
         Self {
             expected_base,
@@ -92,6 +95,27 @@ impl SimContext {
             faults: 0,
             expected: ExpectedStats::default(),
         }
+    }
+
+    /// As [`SimContext::new`], with the entry table allocated fallibly and
+    /// the call log off (it would grow without bound in a long run).
+    ///
+    /// # Errors
+    ///
+    /// [`NoMemory`] if the entry table cannot be allocated.
+    pub fn try_new(expected_base: u32, entries: u32) -> Result<Self, NoMemory> {
+        let mut table = Vec::new();
+        try_fill_vec(&mut table, entries as usize, SimRcvEntry::INVALID)?;
+        Ok(Self {
+            expected_base,
+            entries: table,
+            flows: [FlowTableReg::default(); NUM_TID_FLOWS],
+            log: Vec::new(),
+            logging: false,
+            wc_fills: 0,
+            faults: 0,
+            expected: ExpectedStats::default(),
+        })
     }
 
     /// Turns the call log on or off (benchmarks and long runs turn it off;
@@ -165,8 +189,11 @@ impl SimContext {
         }
     }
 
+    /// Logs a call if logging is on. The log grows fallibly: a call that
+    /// finds no memory for its record is not logged (the register state
+    /// is still updated by the caller).
     fn record(&mut self, call: SimCall) {
-        if self.logging {
+        if self.logging && self.log.try_reserve(1).is_ok() {
             self.log.push(call);
         }
     }
@@ -229,5 +256,20 @@ mod tests {
         assert_eq!(c.log().len(), 4);
         assert_eq!(c.wc_fills(), 1);
         assert_eq!(c.expected_entries(), 1);
+    }
+
+    #[test]
+    fn try_new_matches_new_without_log() {
+        let mut a = SimContext::try_new(8, 16).unwrap();
+        let b = SimContext::new(8, 16);
+        assert_eq!(a.entry_count(), b.entry_count());
+        assert_eq!(a.entry(23), Some(&SimRcvEntry::INVALID));
+        assert_eq!(a.entry(24), None);
+        a.wc_fill(9);
+        assert!(a.log().is_empty());
+        a.set_logging(true);
+        a.wc_fill(9);
+        assert_eq!(a.log().len(), 1);
+        assert_eq!(a.wc_fills(), 2);
     }
 }
