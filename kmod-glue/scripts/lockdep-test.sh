@@ -104,9 +104,16 @@ judge_demo() {
 		for want in "$s_class" "$exp_class" "\[$name\]"; do
 			grep -q -- "$want" <<<"$report" || { echo "the report does not name $want"; ok=1; }
 		done
-		# The dependency lockdep already knew must be ours: s_lock -> exp_lock.
-		grep -Eq "^\[ *[0-9.]+\] -> #[0-9]+ \(($s_class|$exp_class)\)" <<<"$report" ||
-			{ echo "the report's dependency chain does not list our classes"; ok=1; }
+		# The inversion as lockdep saw it: exp_lock held, s_lock wanted, and
+		# both classes in the dependency chain it already knew.
+		grep -A1 'is trying to acquire lock:' <<<"$report" | grep -q "($s_class)" ||
+			{ echo "the report does not show $s_class being acquired"; ok=1; }
+		grep -A1 'already holding lock:' <<<"$report" | grep -q "($exp_class)" ||
+			{ echo "the report does not show $exp_class held"; ok=1; }
+		for want in "$s_class" "$exp_class"; do
+			grep -Eq -- "-> #[0-9]+ \($want\)" <<<"$report" ||
+				{ echo "the report's dependency chain does not list $want"; ok=1; }
+		done
 	fi
 	for want in 'GUEST: insmod ok' 'GUEST: rmmod ok' "$name: unload: nothing left over"; do
 		grep -q -- "$want" "$log" || { echo "missing '$want'"; ok=1; }
