@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
- * Self-test of the wait queues and (with ENGINE=1) the stateful engine on
+ * Self-test of the wait queues and the stateful engine on
  * real kernel primitives: named
  * spinlocks, a real workqueue for the deferred wake-ups (queue_work_on with
  * its "already pending" answer), reference-counted QPs, DMA mappings that
@@ -16,11 +16,12 @@
  * of those are flushed (QP reset) while queued; releasing the flows must
  * wake only the others, and every reference must come back.
  *
- * Both phases run on a backend: the wait-queue harness (hfi1_tid_wt_*:
+ * Both phases run on two backends: the wait-queue harness (hfi1_tid_wt_*:
  * counted flow and RcvArray tokens taken and given back the way tid-flow
- * takes flows and TIDs, on the real qp-wait code) always, and the real
- * receive context (hfi1_tid_ctx_*, hfi1_tid_setup_hw_flow, ...) when built
- * with ENGINE=1, which the kernel cannot run yet (README: stack).
+ * takes flows and TIDs, on the real qp-wait code), then the real receive
+ * context (hfi1_tid_ctx_*, hfi1_tid_setup_hw_flow, hfi1_tid_exp_rcv_*,
+ * ...; left out only with ENGINE=0). Each round of a QP is a new request,
+ * as each work request is in the driver.
  */
 #include <linux/kernel.h>
 #include <linux/slab.h>
@@ -323,8 +324,47 @@ static bool be_stats(struct etest *t, struct be_stats *out)
 
 /* ---- the QPs' send engine: a state machine on the workqueue ---- */
 
+#ifdef HFI1_TID_ENGINE_TEST
+/* A request as the driver makes one per work request: one 16-page segment. */
+static struct hfi1_tid_req *tqp_new_req(void)
+{
+	struct hfi1_tid_req *req = hfi1_tid_req_create(SEG_PAGES * PAGE_SIZE, 1, 4096);
+
+	if (req && hfi1_tid_req_alloc_flows(req)) {
+		hfi1_tid_req_destroy(req);
+		req = NULL;
+	}
+	return req;
+}
+#endif
+
+/*
+ * The next round is a new work request: a fresh request whose walk starts
+ * at the first SGE again (the engine's walk has reached the end of the
+ * list).
+ */
+static int tqp_next_request(struct tqp *q)
+{
+#ifdef HFI1_TID_ENGINE_TEST
+	if (q->t->engine) {
+		int r = hfi1_tid_req_destroy(q->req);
+
+		q->req = NULL;
+		if (r)
+			return r;
+		q->req = tqp_new_req();
+		if (!q->req)
+			return -ENOMEM;
+	}
+#endif
+	return 0;
+}
+
 static void tqp_finish(struct tqp *q, int error)
 {
+	if (error)
+		pr_err("%s: QP %u: error %d in state %d\n", HFI1_TID_MOD, q->id,
+		       error, q->state);
 	q->error = error;
 	q->state = 3;
 	if (atomic_inc_return(&q->t->done) == q->t->nqps)
@@ -368,6 +408,9 @@ static void tqp_send(struct work_struct *w)
 		if (r)
 			return tqp_finish(q, r);
 		if (--q->rounds > 0) {
+			r = tqp_next_request(q);
+			if (r)
+				return tqp_finish(q, r);
 			q->state = 0;
 			queue_delayed_work(t->wq, &q->send_work, 0);
 			return;
@@ -404,9 +447,8 @@ static struct tqp *tqp_new(struct etest *t, unsigned int id, enum tqp_mode mode)
 	}
 #ifdef HFI1_TID_ENGINE_TEST
 	if (t->engine) {
-		q->req = hfi1_tid_req_create(SEG_PAGES * PAGE_SIZE, 1, 4096);
-		if (!q->req || hfi1_tid_req_alloc_flows(q->req)) {
-			hfi1_tid_req_destroy(q->req);
+		q->req = tqp_new_req();
+		if (!q->req) {
 			hfi1_tid_qp_destroy(q->h);
 			kfree(q);
 			return NULL;
@@ -521,6 +563,8 @@ static void phase_exhaustion(struct hfi1_tid_test_result *res, bool engine)
 	int i, errors = 0, sends = 0;
 	long waited;
 
+	atomic_long_set(&wakeups_queued, 0);
+	atomic_long_set(&wakeups_pending, 0);
 	if (!t || etest_setup(t, NQPS, MODE_SEGMENT, engine)) {
 		res->failed++;
 		pr_err("%s: exhaustion: setup failed\n", HFI1_TID_MOD);
