@@ -168,10 +168,9 @@ fi
 #    this log (it holds a report and lockdep ends switched off), so its exit
 #    status is only shown; the judgement is judge_demo's.
 say "boot demo: deliberate exp_lock -> s_lock inversion on the debug kernel"
-# RUST_FEATURES through the environment, not the command line: the
-# Makefile appends to it (engine), which a command-line value would forbid.
-RUST_FEATURES="sim lockdep-demo" make -s -C "$glue" KDIR="$KDIR" BUILD="$glue/build/lockdep-demo" \
-	RUST_TARGET_DIR="$rust_target" LOCKDEP_DEMO=1 module
+# LOCKDEP_DEMO=1 adds kbuild/lockdep_demo.c and the Rust feature lockdep-demo.
+make -s -C "$glue" KDIR="$KDIR" BUILD="$glue/build/lockdep-demo" RUST_TARGET_DIR="$rust_target" \
+	LOCKDEP_DEMO=1 module
 demo_rc=0
 KDIR="$KDIR" KERNEL_IMAGE="$KERNEL_IMAGE" GUEST_POWEROFF=reboot ALLOW_REPORTS=1 \
 	MODULE="$glue/build/lockdep-demo/kbuild-lockdep-demo/$name.ko" KEEP_LOG="$logs/demo.log" \
