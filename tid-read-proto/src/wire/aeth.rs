@@ -11,7 +11,7 @@
 use zerocopy::byteorder::big_endian::U32;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use super::{Error, Result, fits, view, view_mut};
+use super::{Error, Result, fits, view_mut};
 
 /// NAK codes a responder can send (the syndrome byte of the AETH).
 /// Kernel: `IB_NAK_PSN_ERROR` and its neighbours.
@@ -64,43 +64,11 @@ const _: () = assert!(HEADER_LEN == 4);
 
 const MSN_MASK: u32 = 0x00FF_FFFF;
 
-/// A read/write view of an AETH and what follows it.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_header_view! {
+    /// A read/write view of an AETH and what follows it.
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wraps a buffer and checks it with [`Self::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Checks that the buffer holds the whole AETH.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn header(&self) -> &Header {
-        view(self.buffer.as_ref()).unwrap_or(&Header::ZERO)
-    }
-
     /// The syndrome byte.
     pub fn syndrome(&self) -> u8 {
         Repr::from_header(self.header()).syndrome

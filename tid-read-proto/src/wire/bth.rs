@@ -17,7 +17,7 @@ use hfi1_hal::Psn;
 use zerocopy::byteorder::big_endian::{U16, U32};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use super::{Error, Result, fits, view, view_mut};
+use super::{Error, Result, fits, view_mut};
 
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
@@ -66,43 +66,11 @@ const QP_RSVD: u32 = 0x3F00_0000;
 const QPN_MASK: u32 = 0x00FF_FFFF;
 const ACK_REQ: u32 = 1 << 31;
 
-/// A read/write view of a BTH and what follows it.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_header_view! {
+    /// A read/write view of a BTH and what follows it.
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wraps a buffer and checks it with [`Self::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Checks that the buffer holds the whole BTH.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn header(&self) -> &Header {
-        view(self.buffer.as_ref()).unwrap_or(&Header::ZERO)
-    }
-
     /// The opcode (0xE4 READ_REQ, 0xE5 READ_RESP, ...).
     pub fn opcode(&self) -> u8 {
         self.header().opcode

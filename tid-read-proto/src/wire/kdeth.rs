@@ -13,7 +13,7 @@ use hfi1_hal::{Kdeth0, Kdeth1};
 use zerocopy::byteorder::little_endian::U32;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use super::{Error, Result, view, view_mut};
+use super::{Error, Result, view_mut};
 
 /// The KDETH as it lies in memory (embedded in the READ_REQ and READ_RESP
 /// headers).
@@ -46,43 +46,11 @@ mod field {
 pub const HEADER_LEN: usize = field::KDETH1.end;
 const _: () = assert!(HEADER_LEN == 8 && field::KDETH0.start == 0);
 
-/// A read/write view of a KDETH and what follows it.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_header_view! {
+    /// A read/write view of a KDETH and what follows it.
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wraps a buffer and checks it with [`Self::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Checks that the buffer holds both words.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn header(&self) -> &Header {
-        view(self.buffer.as_ref()).unwrap_or(&Header::ZERO)
-    }
-
     /// Word 0.
     pub fn kdeth0(&self) -> Kdeth0 {
         Repr::from_header(self.header()).kdeth0

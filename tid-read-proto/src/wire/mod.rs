@@ -32,6 +32,55 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
+/// Declares a layer's view `Packet<T>` over a buffer that starts with a
+/// fixed-length header: the struct (documented by the attributes given) and
+/// `new_unchecked`, `new_checked`, `check_len` (the buffer holds at least
+/// the module's `HEADER_LEN` bytes), `into_inner`, and the private
+/// `header()` that reads the module's `Header` (zeros when too short, per
+/// the panic contract). Each layer adds its own accessors in a second
+/// `impl` block.
+macro_rules! fixed_header_view {
+    ($(#[$meta:meta])*) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone)]
+        pub struct Packet<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            /// Wraps a buffer without checking it.
+            pub const fn new_unchecked(buffer: T) -> Self {
+                Self { buffer }
+            }
+
+            /// Wraps a buffer and checks it with [`Self::check_len`].
+            pub fn new_checked(buffer: T) -> $crate::wire::Result<Self> {
+                let p = Self::new_unchecked(buffer);
+                p.check_len()?;
+                Ok(p)
+            }
+
+            /// Checks that the buffer holds the whole fixed header.
+            pub fn check_len(&self) -> $crate::wire::Result<()> {
+                if self.buffer.as_ref().len() < HEADER_LEN {
+                    Err($crate::wire::Error::Truncated)
+                } else {
+                    Ok(())
+                }
+            }
+
+            /// Gives the buffer back.
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+
+            fn header(&self) -> &Header {
+                $crate::wire::view(self.buffer.as_ref()).unwrap_or(&Header::ZERO)
+            }
+        }
+    };
+}
+
 pub mod aeth;
 pub mod bth;
 pub mod erf;

@@ -17,7 +17,7 @@ use hfi1_hal::consts::PSN_MASK;
 use zerocopy::byteorder::big_endian::U32;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use super::{Error, Result, aeth, kdeth, view, view_mut};
+use super::{Error, Result, aeth, kdeth, view_mut};
 
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]
@@ -58,43 +58,11 @@ pub const HEADER_LEN: usize = field::PAYLOAD;
 const _: () = assert!(HEADER_LEN == 36 && field::KDETH.start == 0 && field::AETH.start == 8);
 const _: () = assert!(field::RESERVED.start == 12 && field::VERBS_PSN.start == 28);
 
-/// A read/write view of a READ_RESP header and its data.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_header_view! {
+    /// A read/write view of a READ_RESP header and its data.
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wraps a buffer and checks it with [`Self::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Checks that the buffer holds the whole header.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn header(&self) -> &Header {
-        view(self.buffer.as_ref()).unwrap_or(&Header::ZERO)
-    }
-
     /// The KDETH.
     pub fn kdeth(&self) -> kdeth::Repr {
         kdeth::Repr::from_header(&self.header().kdeth)

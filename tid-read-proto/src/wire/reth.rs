@@ -7,7 +7,7 @@
 use zerocopy::byteorder::big_endian::{U32, U64};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
-use super::{Error, Result, view, view_mut};
+use super::{Error, Result, view_mut};
 
 /// The RETH as it lies in memory (embedded in the READ_REQ header).
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned, Debug, Clone, Copy)]
@@ -42,43 +42,11 @@ mod field {
 pub const HEADER_LEN: usize = field::LENGTH.end;
 const _: () = assert!(HEADER_LEN == 16 && field::VADDR.start == 0 && field::RKEY.start == 8);
 
-/// A read/write view of a RETH and what follows it.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+fixed_header_view! {
+    /// A read/write view of a RETH and what follows it.
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Self { buffer }
-    }
-
-    /// Wraps a buffer and checks it with [`Self::check_len`].
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let p = Self::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
-
-    /// Checks that the buffer holds the whole RETH.
-    pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Gives the buffer back.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    fn header(&self) -> &Header {
-        view(self.buffer.as_ref()).unwrap_or(&Header::ZERO)
-    }
-
     /// Remote virtual address.
     pub fn vaddr(&self) -> u64 {
         self.header().vaddr.get()
