@@ -101,6 +101,23 @@ struct hfi1_tid_sge {
 	u32 length;
 };
 
+/* What hfi1_tid_read_test() saw (readtest.rs). */
+struct hfi1_tid_read_result {
+	u64 posted;
+	u64 completed;
+	u64 failed;
+	u64 verified_bytes;
+	u64 mismatched_bytes;
+	u64 segments;
+	u64 tid_waits;
+	u64 to_responder;
+	u64 to_requester;
+	u64 timeouts;
+	u64 errors;
+	u64 steps;
+	u64 left_over;
+};
+
 /* --- Implemented in Rust ------------------------------------------------ */
 
 /*
@@ -150,6 +167,14 @@ int hfi1_tid_wt_release(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp,
 int hfi1_tid_wt_flush(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp);
 u64 hfi1_tid_wt_stats(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp,
 		      u32 k);
+
+/*
+ * Test harness (readtest.rs, Rust features "engine" and "sim"): TID RDMA
+ * READs between requester and responder engines on kernel locks and
+ * memory, the requester's data placed by a software chip. Needs the
+ * registered platform; call with no lock held.
+ */
+int hfi1_tid_read_test(struct hfi1_tid_read_result *out);
 
 
 u32 hfi1_tid_abi_version(void);

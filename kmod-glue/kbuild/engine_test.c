@@ -675,6 +675,32 @@ out:
 	kfree(t);
 }
 
+#ifdef HFI1_TID_ENGINE_TEST
+/*
+ * Phase 3 ("read"): TID RDMA READs between the requester and responder
+ * engines (readtest.rs): kernel spinlocks and kmalloc, the requester's
+ * data placed by a software chip and compared byte by byte.
+ */
+static void phase_read(struct hfi1_tid_test_result *res)
+{
+	struct hfi1_tid_read_result r = {};
+	int ret = hfi1_tid_read_test(&r);
+
+	HFI1_TID_CHECK(res, ret == 0);
+	HFI1_TID_CHECK(res, r.posted > 0 && r.completed == r.posted);
+	HFI1_TID_CHECK(res, r.failed == 0 && r.errors == 0 && r.timeouts == 0);
+	HFI1_TID_CHECK(res, r.verified_bytes > 0 && r.mismatched_bytes == 0);
+	/* The requesters had to wait for RcvArray space. */
+	HFI1_TID_CHECK(res, r.tid_waits > 0);
+	HFI1_TID_CHECK(res, r.left_over == 0);
+	res->read_left += r.left_over;
+	pr_info("%s: read (engines): %llu of %llu READs, %llu bytes checked, %llu mismatched, %llu segments, %llu RcvArray waits, %llu+%llu packets, %llu steps, %llu left over\n",
+		HFI1_TID_MOD, r.completed, r.posted, r.verified_bytes,
+		r.mismatched_bytes, r.segments, r.tid_waits, r.to_responder,
+		r.to_requester, r.steps, r.left_over);
+}
+#endif
+
 void hfi1_tid_engine_test(struct hfi1_tid_test_result *res)
 {
 	int r = hfi1_tid_platform_register(&platform_ops);
@@ -690,6 +716,7 @@ void hfi1_tid_engine_test(struct hfi1_tid_test_result *res)
 #ifdef HFI1_TID_ENGINE_TEST
 	phase_exhaustion(res, true);
 	phase_flush(res, true);
+	phase_read(res);
 #endif
 	HFI1_TID_CHECK(res, atomic_long_read(&extra_refs) == 0);
 	HFI1_TID_CHECK(res, atomic_long_read(&dma_live) == 0);

@@ -48,5 +48,7 @@ pub mod kplat;
 pub mod lockdep_demo;
 pub mod platform;
 pub mod qp;
+#[cfg(all(feature = "engine", feature = "sim"))]
+pub mod readtest;
 pub mod route;
 pub mod waittest;

@@ -342,9 +342,36 @@ fn engine_through_the_c_abi() {
         assert_eq!(hfi1_tid_ctx_destroy(rcd), 0);
     }
     assert_eq!(hfi1_tid_live_objects(), 0);
+    #[cfg(feature = "sim")]
+    read_between_two_engines();
     assert_eq!(hfi1_tid_platform_unregister(), 0);
     println!(
         "already-pending wake-ups: {}",
         ALREADY_PENDING.load(Ordering::Relaxed)
     );
+}
+
+/// The READ test the self-test module runs, on this file's callbacks.
+#[cfg(feature = "sim")]
+fn read_between_two_engines() {
+    use kmod_glue::readtest::{QPS, READS, ReadTestResult, hfi1_tid_read_test};
+
+    let mut r = ReadTestResult::default();
+    // SAFETY: `r` is writable; the platform is registered.
+    assert_eq!(unsafe { hfi1_tid_read_test(&mut r) }, 0);
+    println!("{r:?}");
+    let reads = (QPS * READS) as u64;
+    assert_eq!((r.posted, r.completed, r.failed), (reads, reads, 0));
+    assert_eq!(r.mismatched_bytes, 0);
+    assert_eq!(
+        r.verified_bytes,
+        QPS as u64 * (4096 + 64 * 1024 + 320 * 1024)
+    );
+    // One segment each for the small READs, two for the large one.
+    assert_eq!(r.segments, QPS as u64 * 4);
+    assert!(r.tid_waits > 0, "the requesters waited for RcvArray space");
+    assert_eq!((r.errors, r.timeouts, r.left_over), (0, 0, 0));
+    assert_eq!(DMA_LIVE.load(Ordering::Acquire), 0);
+    // SAFETY: a null result is refused.
+    assert_eq!(unsafe { hfi1_tid_read_test(std::ptr::null_mut()) }, EINVAL);
 }

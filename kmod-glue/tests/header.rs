@@ -56,6 +56,7 @@ const STRUCTS: &[(&str, &str)] = &[
     ("CtxParams", "hfi1_tid_ctx_params"),
     ("CtxStats", "hfi1_tid_ctx_stats"),
     ("SgeC", "hfi1_tid_sge"),
+    ("ReadTestResult", "hfi1_tid_read_result"),
 ];
 
 /// Opaque handles: Rust type, C struct name (declared, never defined, in C).
