@@ -1053,3 +1053,63 @@ impl Iterator for ListIter<'_> {
         Some(view)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pageset::find_phys_blocks;
+    use hfi1_hal::sim::SimContext;
+
+    /// Eight scattered pages: eight page sets, eight entries.
+    fn eight_sets() -> crate::PageSets {
+        let pages: Vec<u64> = (0..8u64).map(|i| (0x100 + 2 * i) << 12).collect();
+        find_phys_blocks(&pages, 4096).unwrap()
+    }
+
+    fn bases(g: &TidGroups) -> Vec<u32> {
+        g.list(GroupList::Free).map(|v| v.base).collect()
+    }
+
+    #[test]
+    fn tables_follow_the_group_count_through_resets() {
+        let mut rcv = SimContext::new(0, 4096);
+        let mut g = TidGroups::new(64, 4).unwrap();
+        assert_eq!(bases(&g), [64, 72, 80, 88]);
+        let sets = eight_sets();
+        let a = g.allocate(&sets).unwrap();
+        g.program(&mut rcv, &a, &sets, 4096).unwrap();
+        assert_eq!(g.entries_in_use(), 8);
+
+        // Grow: more groups than the tables held, every entry free again,
+        // the old allocation foreign.
+        g.reset(128, 16).unwrap();
+        assert_eq!(g.group_count(), 16);
+        assert_eq!(g.entries_in_use(), 0);
+        assert_eq!(bases(&g).last(), Some(&(128 + 15 * 8)));
+        assert_eq!(g.group(16), None);
+        assert_eq!(g.unprogram(&mut rcv, &a), Err(AllocError::Foreign));
+
+        // Shrink, then refused resets change nothing.
+        g.reset(0, 2).unwrap();
+        assert_eq!(bases(&g), [0, 8]);
+        assert_eq!(g.reset(0, 0), Err(AllocError::BadGroupCount(0)));
+        assert_eq!(g.reset(0, 257), Err(AllocError::BadGroupCount(257)));
+        assert_eq!(g.reset(3, 2), Err(AllocError::BadBase(3)));
+        assert_eq!(bases(&g), [0, 8]);
+
+        // The shrunk tables still serve a full cycle.
+        let a = g.allocate(&sets).unwrap();
+        g.program(&mut rcv, &a, &sets, 4096).unwrap();
+        assert_eq!(g.list_len(GroupList::Full), 1);
+        g.unprogram(&mut rcv, &a).unwrap();
+        assert_eq!((g.entries_in_use(), g.free_groups()), (0, 2));
+    }
+
+    #[test]
+    fn the_value_is_small() {
+        assert!(core::mem::size_of::<TidGroups>() <= 128);
+        let g = TidGroups::new(0, 256).unwrap();
+        assert_eq!(g.group_count(), 256);
+        assert_eq!(g.free_groups(), 256);
+    }
+}
