@@ -76,7 +76,8 @@ pub mod segment;
 pub mod sim;
 
 pub use ctxt::{
-    CtxtParts, ExpGuard, ExpState, FlowPlatform, QpLocked, RcvCtxt, clear_hw_flow, setup_hw_flow,
+    CtxtParts, ExpGuard, ExpState, FlowPlatform, QpLocked, RcvCtxt, clear_hw_flow,
+    regenerate_hw_flow, setup_hw_flow,
 };
 pub use flows::{HwFlows, NoFreeFlow, QpFlowState};
 pub use segment::{

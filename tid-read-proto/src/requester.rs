@@ -498,7 +498,11 @@ where
                 if req.pending_segs > 0 {
                     break;
                 }
-                clear_hw_flow(rcd, qp, locked!(flags, flow, token));
+                // A SYNC point: the flow moves to a fresh generation. It
+                // keeps its slot (the segment is about to need it).
+                if !tid_flow::regenerate_hw_flow(rcd, locked!(flags, flow, token)) {
+                    clear_hw_flow(rcd, qp, locked!(flags, flow, token));
+                }
                 req.sync_pending = false;
                 req.stats.syncs += 1;
                 release_held(rcd, qp, locked!(flags, flow, token), req)?;
@@ -695,16 +699,19 @@ where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
     let QpLocked { flags, flow, token } = ql;
-    clear_hw_flow(rcd, qp, locked!(flags, flow, token));
-    release_held(rcd, qp, locked!(flags, flow, token), req)?;
-    match setup_hw_flow(rcd, qp, locked!(flags, flow, token)) {
-        Ok(()) => {}
-        Err(FlowError::Again) => {
-            req.stats.flow_waits += 1;
-            return Ok(false);
+    // Keep the flow (a QP holding TIDs must not wait for a flow held by
+    // QPs waiting for its TIDs): only its generation moves on.
+    if !tid_flow::regenerate_hw_flow(rcd, locked!(flags, flow, token)) {
+        match setup_hw_flow(rcd, qp, locked!(flags, flow, token)) {
+            Ok(()) => {}
+            Err(FlowError::Again) => {
+                req.stats.flow_waits += 1;
+                return Ok(false);
+            }
+            Err(e) => return Err(e.into()),
         }
-        Err(e) => return Err(e.into()),
     }
+    release_held(rcd, qp, locked!(flags, flow, token), req)?;
     req.sync_pending = false;
     let mut first = None;
     let mut i = req.head;
@@ -961,7 +968,14 @@ where
     // or just a pause): the flow moves to a fresh generation, which frees
     // the TIDs of the segments that completed in the old one.
     if req.pending_segs == 0 {
-        clear_hw_flow(rcd, qp, locked!(flags, flow, token));
+        if flags.waiting() {
+            // Waiting on the RcvArray queue, a QP keeps its flow (a QP on
+            // that queue holds one; giving it up could leave the queue's
+            // head waiting for a flow held by the QPs behind it).
+            tid_flow::regenerate_hw_flow(rcd, locked!(flags, flow, token));
+        } else {
+            clear_hw_flow(rcd, qp, locked!(flags, flow, token));
+        }
         if req.sync_pending {
             req.sync_pending = false;
             req.stats.syncs += 1;

@@ -73,8 +73,17 @@ const FIRST_PSN: u32 = 0x10;
 const RESP_BUDGET: u32 = 8;
 /// Scheduler steps without a completion before a run is declared stuck.
 const STUCK_STEPS: u64 = 2_000_000;
-/// The requester's retry timeout in simulated nanoseconds.
-const RETRY_NS: f64 = 400_000.0;
+/// Scheduler steps after which a run is cut short (a default run takes
+/// about 20 000).
+const MAX_STEPS: u64 = 20_000_000;
+/// Send-engine requests or packets in flight beyond which a run is cut
+/// short.
+const MAX_QUEUED: usize = 100_000;
+/// The requester's retry timeout in simulated nanoseconds (a segment
+/// waits at most `LINK_CREDITS` packets, about 85 us, behind others).
+const RETRY_NS: f64 = 1_000_000.0;
+/// Packets a link holds before its sender must wait (flow control).
+const LINK_CREDITS: usize = 256;
 /// Timer expiries on an idle system without a completion before the run
 /// is declared stuck.
 const MAX_IDLE_FIRES: u32 = 50;
@@ -671,10 +680,13 @@ pub fn run(
         if req_rcd.sched.pending_work() > 0 {
             acts.push(Act::Work);
         }
-        if req_rcd.sched.pending_sends() > 0 {
+        if req_rcd.sched.pending_sends() > 0 && ab.len() < LINK_CREDITS {
             acts.push(Act::ReqSend);
         }
-        if !resp_ready.is_empty() {
+        // Link-level flow control: a node sends only while the link has
+        // credits, so the wire (one delivery per step) paces the engines
+        // and a packet's time in flight stays bounded.
+        if !resp_ready.is_empty() && ba.len() < LINK_CREDITS {
             acts.push(Act::RespSend);
         }
         if !ab.is_empty() {
@@ -708,7 +720,34 @@ pub fn run(
                 continue;
             }
         }
-        if since_progress > STUCK_STEPS {
+        // A run that keeps busy without finishing (a livelock) must end
+        // too, and must not eat the machine's memory on the way.
+        if since_progress > STUCK_STEPS
+            || rep.steps > MAX_STEPS
+            || req_rcd.sched.pending_sends() > MAX_QUEUED
+            || ab.len() + ba.len() > MAX_QUEUED
+        {
+            if std::env::var_os("TID_SIM_DEBUG").is_some() {
+                eprintln!(
+                    "cut short: steps {} since progress {} sends {} ab {} ba {} resp ready {}",
+                    rep.steps,
+                    since_progress,
+                    req_rcd.sched.pending_sends(),
+                    ab.len(),
+                    ba.len(),
+                    resp_ready.len()
+                );
+                for (i, p) in pairs.iter().enumerate() {
+                    let g = p.resp.s_lock.lock(&mut root);
+                    if g.ext.resp.has_work() {
+                        eprintln!(
+                            "responder {i}: r_psn {:?} {:?}",
+                            g.ext.resp.r_psn, g.ext.resp.stats
+                        );
+                    }
+                }
+            }
+            rep.engine_errors += u64::from(since_progress <= STUCK_STEPS);
             break;
         }
         rep.steps += 1;
