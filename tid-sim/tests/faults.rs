@@ -104,3 +104,20 @@ fn soak_options_vary_and_stay_valid() {
     }
     assert_eq!(soak_options(7), soak_options(7));
 }
+
+#[test]
+fn restarts_keep_their_flows_when_flows_run_out() {
+    // Regression: a restart that gave its flow back deadlocked QPs that
+    // held TIDs against QPs that held the flows.
+    let r = run(&Options {
+        qps: 40,
+        bytes: 40 * (512 << 10),
+        request: 512 << 10,
+        groups: 10,
+        drop: 0.03,
+        seed: 1,
+        ..Options::default()
+    });
+    assert_clean(&r);
+    assert!(r.flow_waits > 0 && r.restarts > 0, "{}", r.summary());
+}

@@ -162,3 +162,11 @@ fn json_has_the_promised_fields() {
     assert!(leaked.len() >= 6);
     assert!(leaked.values().all(|x| x.as_u64() == Some(0)));
 }
+
+#[test]
+fn more_qps_than_flows() {
+    // 40 QPs share 32 hardware flows: some wait on the flow queue.
+    let r = run(&opts(40, 40 * (256 << 10), 256 << 10, 20, 4096, 17));
+    assert_clean(&r);
+    assert!(r.flow_waits > 0, "{}", r.summary());
+}
