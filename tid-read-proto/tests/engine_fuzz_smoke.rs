@@ -74,3 +74,32 @@ fn read_pair_smoke() {
         "the schedules never made a requester restart"
     );
 }
+
+/// Replays every input kept under `fuzz/regressions/<target>/` (crashes
+/// the fuzz targets found). Ignored while the findings there are open:
+/// run it with `cargo test -p tid-read-proto --all-features --test
+/// engine_fuzz_smoke -- --ignored`.
+#[test]
+#[ignore = "replays open fuzz findings; fails until they are fixed"]
+fn fuzz_regressions() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
+    let mut ran = 0;
+    for (target, mode) in [
+        ("requester_rx", Mode::RequesterRx),
+        ("responder_rx", Mode::ResponderRx),
+        ("read_pair", Mode::Pair),
+    ] {
+        let Ok(files) = std::fs::read_dir(dir.join(target)) else {
+            continue;
+        };
+        let mut files: Vec<_> = files.map(|f| f.unwrap().path()).collect();
+        files.sort();
+        for f in files {
+            let data = std::fs::read(&f).unwrap();
+            println!("{target}: {}", f.display());
+            run(mode, &data);
+            ran += 1;
+        }
+    }
+    assert!(ran > 0, "no regression input found under {}", dir.display());
+}
