@@ -72,6 +72,34 @@ pub fn new_ctxt(
     qp_slots: u32,
     seed: u64,
 ) -> Result<Box<RcvCtxt<SimPlatform>>, FlowError> {
+    new_ctxt_for::<SimPlatform>(ctxt, expected_base, ngroups, qp_slots, seed)
+}
+
+/// [`new_ctxt`] for any platform built from the sim's services (the
+/// protocol crates' platforms differ only in the QP's `s_lock`-guarded
+/// state): the sim chip with its call log off, the FIFO scheduler,
+/// identity DMA, counted memory and the device counters.
+///
+/// # Errors
+///
+/// As [`RcvCtxt::new`].
+pub fn new_ctxt_for<P>(
+    ctxt: u32,
+    expected_base: u32,
+    ngroups: usize,
+    qp_slots: u32,
+    seed: u64,
+) -> Result<Box<RcvCtxt<P>>, FlowError>
+where
+    P: FlowPlatform<
+            Chip = SimContext,
+            Dma = SimDma,
+            Mem = SimAllocator,
+            Dev = Arc<DevCounters>,
+            Sched = SimScheduler<<P as WaitPlatform>::Ref>,
+        >,
+    P::Lock: hfi1_hal::lock_order::NewRawSpinLock,
+{
     let entries = u32::try_from(ngroups)
         .unwrap_or(0)
         .saturating_mul(hfi1_hal::consts::TID_GROUP_SIZE as u32);

@@ -9,10 +9,10 @@ use alloc::sync::Arc;
 
 use hfi1_hal::Psn;
 use hfi1_hal::lock_order::Lock;
-use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRandom, SimRef, SimScheduler};
+use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRef, SimScheduler};
 use qp_wait::{DevCounters, Qp, SendState, WaitPlatform};
 use tid_flow::sim::SimLock;
-use tid_flow::{CtxtParts, FlowError, FlowPlatform, RcvCtxt};
+use tid_flow::{FlowError, FlowPlatform, RcvCtxt};
 
 use crate::rc::{Connection, TidQp};
 
@@ -66,22 +66,5 @@ pub fn new_ctxt(
     qp_slots: u32,
     seed: u64,
 ) -> Result<Box<RcvCtxt<EnginePlatform>>, FlowError> {
-    let entries = u32::try_from(ngroups)
-        .unwrap_or(0)
-        .saturating_mul(hfi1_hal::consts::TID_GROUP_SIZE as u32);
-    let mut chip = SimContext::new(expected_base, entries);
-    chip.set_logging(false);
-    let parts = CtxtParts {
-        ctxt,
-        chip,
-        expected_base,
-        ngroups,
-        qp_slots,
-        sched: SimScheduler::new(),
-        dma: SimDma::new(),
-        mem: SimAllocator::new(),
-        dev: Arc::new(DevCounters::new()),
-    };
-    let mut rng = SimRandom::new(seed);
-    Ok(Box::new(RcvCtxt::new(parts, &mut rng)?))
+    tid_flow::sim::new_ctxt_for::<EnginePlatform>(ctxt, expected_base, ngroups, qp_slots, seed)
 }
