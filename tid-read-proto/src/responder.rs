@@ -8,9 +8,20 @@
 //! one IB PSN per response packet; `r_psn` and `r_msn` advance. A request
 //! ahead of `r_psn` earns one PSN-sequence NAK per episode; a request
 //! behind it is a duplicate: accepted only if it restarts an earlier entry
-//! from its start with the same length, and then that entry and the ones
-//! after it are sent again. Other failures earn the NAK
-//! [`crate::read_req::Reject::nak`] names.
+//! from its start with the same length, and then that entry is sent
+//! again. Other failures earn the NAK [`crate::read_req::Reject::nak`]
+//! names.
+//!
+//! A re-armed entry is marked in a small set the send engine serves first;
+//! the send pointer never moves back. (Moving it back, as the driver does
+//! with `s_tail_ack_queue`, pinned every later entry, sent or not, in the
+//! ring: new requests then met a "full" queue with far fewer than 16 reads
+//! outstanding, earned a Remote Operational Error NAK and killed the QP.
+//! The state-machine fuzzer found it; its inputs under
+//! `fuzz/regressions/read_pair/` replay it.) As in the driver, the queue is
+//! full only when the entry at the send pointer still has something to
+//! send; a re-armed entry in the slot a new request needs moves to a free
+//! slot first.
 //!
 //! Deviation, on purpose: the entry spans as many IB PSNs as READ_RESP
 //! packets are really sent (one per `min(pmtu, rest of TID entry)`), the
@@ -28,6 +39,9 @@ use crate::read_req::{self, Accepted, Reject};
 use crate::read_resp::{Cursor, RespBuilder};
 use crate::wire::aeth::{self, NakCode};
 use crate::wire::{kdeth, read_resp};
+
+// The re-armed set is a `u32` bitmask over the ack queue.
+const _: () = assert!(ACK_QUEUE_SIZE <= 32);
 
 /// One ack-queue entry. Kernel: `struct rvt_ack_entry` with its
 /// `tid_rdma_request` (one flow).
@@ -79,6 +93,9 @@ pub struct Responder {
     head: usize,
     /// Next entry to send. Kernel: `s_tail_ack_queue`.
     tail: usize,
+    /// Entries re-armed by a duplicate READ_REQ, bit `i` for entry `i`,
+    /// served before the send pointer's entry.
+    rearmed: u32,
     /// What happened so far.
     pub stats: RespStats,
 }
@@ -94,13 +111,14 @@ impl Responder {
             ack: Default::default(),
             head: 0,
             tail: 0,
+            rearmed: 0,
             stats: RespStats::default(),
         }
     }
 
     /// True if something waits to be sent.
     pub fn has_work(&self) -> bool {
-        self.nak_pending.is_some() || self.tail != self.head
+        self.nak_pending.is_some() || self.tail != self.head || self.rearmed != 0
     }
 
     /// Memory-region references the ack queue holds.
@@ -117,7 +135,57 @@ impl Responder {
             }
         }
         self.tail = self.head;
+        self.rearmed = 0;
         self.nak_pending = None;
+    }
+
+    /// Makes slot `head` free for a new request; false if the queue is
+    /// really full. Kernel: the `next == s_tail_ack_queue` check, which
+    /// NAKs only while `s_ack_queue[next]` has not been sent and otherwise
+    /// moves the send pointer on (`update_ack_queue()`).
+    ///
+    /// Besides the driver's rule: a re-armed entry sitting in slot `head`
+    /// (older than everything pending, so in the way of the ring's order)
+    /// moves to a free slot outside the pending window; duplicates find
+    /// entries by PSN, so the move is invisible. Both steps change no
+    /// meaning, so they may run before the request is validated.
+    fn make_room(&mut self) -> bool {
+        let (head, tail) = (self.head, self.tail);
+        let next = Self::next(head);
+        if next == tail && tail != head {
+            let unsent = self
+                .ack
+                .get(tail)
+                .is_some_and(|e| e.acc.is_some() && !e.sent);
+            if unsent {
+                return false;
+            }
+            self.tail = Self::next(tail);
+        }
+        if self.rearmed & (1 << head) == 0 {
+            return true;
+        }
+        let (tail, window) = (
+            self.tail,
+            (head + ACK_QUEUE_SIZE - self.tail) % ACK_QUEUE_SIZE,
+        );
+        let free = (0..ACK_QUEUE_SIZE).find(|&j| {
+            let in_window = (j + ACK_QUEUE_SIZE - tail) % ACK_QUEUE_SIZE <= window;
+            j != head && self.rearmed & (1 << j) == 0 && !in_window
+        });
+        let Some(j) = free else {
+            return false;
+        };
+        self.ack.swap(head, j);
+        self.rearmed = (self.rearmed & !(1 << head)) | 1 << j;
+        true
+    }
+
+    /// The oldest re-armed entry, if any.
+    fn oldest_rearmed(&self) -> Option<usize> {
+        (1..=ACK_QUEUE_SIZE)
+            .map(|k| (self.head + k) % ACK_QUEUE_SIZE)
+            .find(|&i| self.rearmed & (1 << i) != 0)
     }
 
     fn next(i: usize) -> usize {
@@ -176,12 +244,13 @@ where
     let SendState { ext, .. } = &mut **g;
     let TidQp { conn, resp, .. } = ext;
     let next = Responder::next(resp.head);
+    let room = resp.make_room();
     let view = read_req::Responder {
         remote_read: conn.remote_read,
         max_len: conn.local.max_len,
         pmtu: conn.pmtu,
         expected_psn: resp.r_psn,
-        ack_queue_full: next == resp.tail,
+        ack_queue_full: !room,
     };
     let request = read_req::Request {
         psn,
@@ -340,11 +409,9 @@ fn duplicate(
     // READ_REQ, and re-sending segments the requester has completed would
     // put packets of a live generation on the wire for TIDs it may have
     // handed to another QP.)
-    // Send from the older of the entry and where sending stood.
-    let age = |x: usize| (resp.head + ACK_QUEUE_SIZE - x) % ACK_QUEUE_SIZE;
-    if resp.tail == resp.head || age(i) > age(resp.tail) {
-        resp.tail = i;
-    }
+    // Re-armed entries are served first; the send pointer stays where it
+    // is, so the ring keeps its real occupancy.
+    resp.rearmed |= 1 << i;
     resp.nak_state = None;
     resp.stats.duplicates += 1;
     ReqVerdict::Restarted
@@ -383,18 +450,30 @@ where
         sink.send(n);
     }
     let mut left = budget;
-    while left > 0 && resp.tail != resp.head {
+    while left > 0 && (resp.rearmed != 0 || resp.tail != resp.head) {
         let msn = resp.r_msn;
-        let tail = resp.tail;
+        // A re-armed entry first; else the send pointer's, which moves on
+        // once its entry is done.
+        let (tail, from_pointer) = match resp.oldest_rearmed() {
+            Some(i) => (i, false),
+            None => (resp.tail, true),
+        };
+        let done = |resp: &mut Responder| {
+            if from_pointer {
+                resp.tail = Responder::next(tail);
+            } else {
+                resp.rearmed &= !(1 << tail);
+            }
+        };
         let Some(e) = resp.ack.get_mut(tail) else {
             break;
         };
         let Some(acc) = e.acc.as_ref() else {
-            resp.tail = Responder::next(tail);
+            done(resp);
             continue;
         };
         if e.sent {
-            resp.tail = Responder::next(tail);
+            done(resp);
             continue;
         }
         let flow = acc.resp_flow(conn.remote.jkey, conn.remote.urg != 0, conn.pmtu);
@@ -405,7 +484,7 @@ where
             Err(_) => {
                 // Nothing more to build for this entry.
                 e.sent = true;
-                resp.tail = Responder::next(tail);
+                done(resp);
                 continue;
             }
         };
@@ -441,7 +520,7 @@ where
                 mrs.put(mr);
             }
             resp.stats.segments += 1;
-            resp.tail = Responder::next(tail);
+            done(resp);
         }
     }
     Ok(resp.has_work())
