@@ -298,6 +298,10 @@ pub struct World {
     allow_ack_queue_nak: bool,
     /// The syndrome of the last NAK a requester received.
     last_nak: Option<u8>,
+    /// Per requester QP: a fatal NAK flushed it. RC moves such a QP to
+    /// the error state, so nothing more is posted on it (its PSNs no
+    /// longer match its peer's).
+    dead: Vec<bool>,
 }
 
 /// A one-line description of a packet, for traces.
@@ -400,6 +404,7 @@ impl World {
             trace: std::env::var_os("FUZZ_TRACE").is_some(),
             allow_ack_queue_nak: std::env::var_os("FUZZ_ALLOW_ACK_QUEUE_NAK").is_some(),
             last_nak: None,
+            dead: vec![false; cfg.qps],
         }
     }
 
@@ -408,7 +413,7 @@ impl World {
     fn post(&mut self, i: usize, inp: &mut Input<'_>) {
         let pages = 1 + inp.below(usize::from(MAX_PAGES)) as u64;
         let gaps = inp.u8();
-        if self.posts[i] >= MAX_POSTS {
+        if self.posts[i] >= MAX_POSTS || self.dead[i] {
             return;
         }
         let mut sges: Vec<Sge> = Vec::new();
@@ -684,6 +689,9 @@ impl World {
             }
         } else {
             self.sum.completed_err += 1;
+            if c.status == WcStatus::RemoteError {
+                self.dead[i] = true;
+            }
             let known = self.allow_ack_queue_nak
                 && self.last_nak == Some(NakCode::RemoteOperationalError.syndrome());
             if self.mode == Mode::Pair && c.status != WcStatus::Flushed && !known {
