@@ -208,6 +208,16 @@ pub struct Requester<P: FlowPlatform> {
     pub s_last_psn: Psn,
     pending_segs: u32,
     num_rd_atomic: u32,
+    /// The segments the responder's ack queue must still hold, oldest
+    /// first, as (last IB PSN, completed). Segments complete out of order
+    /// across requests, but the responder's ring of `MAX_RD_ATOMIC + 1`
+    /// entries holds everything from the oldest unfinished one to the
+    /// newest: a new segment waits while this window is full, so the ring
+    /// never wraps over an entry a restart still needs. (Gating on the
+    /// in-flight count alone let a QP whose early segment waited for a
+    /// restart send 16 more, and the re-sent READ_REQ then found its entry
+    /// overwritten: stuck for good. Found by the `read_pair` fuzzer.)
+    window: ArrayVec<(Psn, bool), { crate::rc::MAX_RD_ATOMIC as usize }>,
     tid_r_reqs: u64,
     tid_r_comp: u64,
     sync_pending: bool,
@@ -271,6 +281,7 @@ impl<P: FlowPlatform> Requester<P> {
             s_last_psn: psn.sub(1),
             pending_segs: 0,
             num_rd_atomic: 0,
+            window: ArrayVec::new_const(),
             tid_r_reqs: 0,
             tid_r_comp: 0,
             sync_pending: false,
@@ -488,6 +499,10 @@ where
             break;
         }
         let fresh = wqe.tid.flow_idx == wqe.tid.setup_head;
+        let limit = conn.max_rd_atomic.min(crate::rc::MAX_RD_ATOMIC) as usize;
+        if fresh && req.window.len() >= limit {
+            break;
+        }
         if fresh {
             // A new segment. SYNC check first.
             let worst = wqe.seg_bytes(wqe.cur_seg).div_ceil(PAGE_SIZE);
@@ -572,6 +587,7 @@ where
         let Some(hw_flow) = rec.idx else {
             return Err(EngineError::Flow(FlowError::Invalid));
         };
+        let seg_lpsn = rec.psns.ib_lpsn;
         let entries: ArrayVec<TidEntry, MAX_PAGESETS> = rec
             .tid_entries
             .iter()
@@ -603,6 +619,8 @@ where
         req.stats.read_reqs += 1;
         if fresh {
             req.stats.segments += 1;
+            // Room was checked above, before anything was set up.
+            let _ = req.window.try_push((seg_lpsn, false));
         } else {
             req.stats.retransmits += 1;
         }
@@ -946,6 +964,12 @@ where
                 k = tid_flow::ring_next(k);
                 req.pending_segs = req.pending_segs.saturating_sub(1);
                 req.num_rd_atomic = req.num_rd_atomic.saturating_sub(1);
+                if let Some(e) = req.window.iter_mut().find(|e| e.0 == lpsn) {
+                    e.1 = true;
+                }
+                while req.window.first().is_some_and(|e| e.1) {
+                    req.window.pop_at(0);
+                }
                 req.stats.segments_done += 1;
                 req.s_last_psn = lpsn;
                 w.comp_seg += 1;
@@ -1095,6 +1119,7 @@ where
         req.cur = req.tail;
         req.pending_segs = 0;
         req.num_rd_atomic = 0;
+        req.window.clear();
         req.tid_r_comp = req.tid_r_reqs;
         req.sync_pending = false;
         req.restart_pending = false;
