@@ -23,13 +23,13 @@ use arrayvec::ArrayVec;
 use hfi1_hal::consts::TID_GROUP_SIZE;
 use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::services::AllocContext;
-use qp_wait::{DevCounters, QueueKind};
+use qp_wait::{DevCounters, QueueKind, SGuard};
 use tid_alloc::groups::GroupList;
 use tid_flow::segment::{Sge, TidRequest};
 use tid_flow::{CtxtParts, QpLocked, RcvCtxt};
 
 use crate::errno::{self, Errno};
-use crate::kplat::{KDma, KMem, KQp, KRandom, KSched, KernelPlatform, LIVE, ops, try_box};
+use crate::kplat::{KDma, KMem, KQp, KRandom, KRef, KSched, KernelPlatform, LIVE, ops, try_box};
 use crate::platform::{ChipOps, KernelChip};
 use crate::qp::borrow_qp;
 
@@ -219,28 +219,27 @@ pub unsafe extern "C" fn hfi1_tid_ctx_stats(
     qp: *mut KQp,
     out: *mut CtxStats,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(r), Some(out)) = (
-        unsafe { rcd.as_ref() }.map(Rcd::ctx),
-        unsafe { borrow_qp(qp) },
-        unsafe { out.as_mut() },
-    ) else {
+    // SAFETY: the caller promises `out` is null or writable.
+    let Some(out) = (unsafe { out.as_mut() }) else {
         return Errno::INVAL.to_neg();
     };
-    let mut root = LockToken::root();
-    let mut s = r.s_lock.lock(&mut root);
-    let e = rcd.exp_lock.lock(s.token());
-    let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
-    *out = CtxStats {
-        flows_used: e.flows.mask().count_ones(),
-        groups_free: n(e.groups.list_len(GroupList::Free)),
-        groups_used: n(e.groups.list_len(GroupList::Used)),
-        groups_full: n(e.groups.list_len(GroupList::Full)),
-        flow_waiters: n(e.waiters.len(QueueKind::Flow)),
-        rarr_waiters: n(e.waiters.len(QueueKind::RcvArray)),
-        tid_waits: rcd.dev.tid_waits(),
-    };
-    0
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        with_s_lock(rcd, qp, |rcd, _, s| {
+            let e = rcd.exp_lock.lock(s.token());
+            let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+            *out = CtxStats {
+                flows_used: e.flows.mask().count_ones(),
+                groups_free: n(e.groups.list_len(GroupList::Free)),
+                groups_used: n(e.groups.list_len(GroupList::Used)),
+                groups_full: n(e.groups.list_len(GroupList::Full)),
+                flow_waiters: n(e.waiters.len(QueueKind::Flow)),
+                rarr_waiters: n(e.waiters.len(QueueKind::RcvArray)),
+                tid_waits: rcd.dev.tid_waits(),
+            };
+            0
+        })
+    }
 }
 
 /// Gets the QP a hardware flow, or queues it: 0, `-EAGAIN` (queued, it
@@ -259,16 +258,12 @@ pub unsafe extern "C" fn hfi1_tid_ctx_stats(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_setup_hw_flow(rcd: *const Rcd, qp: *mut KQp) -> i32 {
     // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(r)) = (unsafe { rcd.as_ref() }.map(Rcd::ctx), unsafe {
-        borrow_qp(qp)
-    }) else {
-        return Errno::INVAL.to_neg();
-    };
-    let mut root = LockToken::root();
-    let mut s = r.s_lock.lock(&mut root);
-    let res = tid_flow::setup_hw_flow(rcd, &r, QpLocked::from_guard(&mut s));
-    drop(s);
-    errno::ret(res.map_err(Errno::from))
+    unsafe {
+        with_s_lock(rcd, qp, |rcd, r, s| {
+            let res = tid_flow::setup_hw_flow(rcd, r, QpLocked::from_guard(s));
+            errno::ret(res.map_err(Errno::from))
+        })
+    }
 }
 
 /// Gives the QP's hardware flow back and wakes the head of the flow queue
@@ -286,15 +281,12 @@ pub unsafe extern "C" fn hfi1_tid_setup_hw_flow(rcd: *const Rcd, qp: *mut KQp) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_clear_hw_flow(rcd: *const Rcd, qp: *mut KQp) -> i32 {
     // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(r)) = (unsafe { rcd.as_ref() }.map(Rcd::ctx), unsafe {
-        borrow_qp(qp)
-    }) else {
-        return Errno::INVAL.to_neg();
-    };
-    let mut root = LockToken::root();
-    let mut s = r.s_lock.lock(&mut root);
-    tid_flow::clear_hw_flow(rcd, &r, QpLocked::from_guard(&mut s));
-    0
+    unsafe {
+        with_s_lock(rcd, qp, |rcd, r, s| {
+            tid_flow::clear_hw_flow(rcd, r, QpLocked::from_guard(s));
+            0
+        })
+    }
 }
 
 /// Creates a request: `seg_len` bytes per segment, at most `n_flows`
@@ -403,12 +395,8 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_setup(
     sges: *const SgeC,
     nsges: u32,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(r), Some(req)) = (
-        unsafe { rcd.as_ref() }.map(Rcd::ctx),
-        unsafe { borrow_qp(qp) },
-        unsafe { req.as_mut() },
-    ) else {
+    // SAFETY: the caller promises `req` is null or a live request.
+    let Some(req) = (unsafe { req.as_mut() }) else {
         return Errno::INVAL.to_neg();
     };
     if nsges as usize > MAX_SGES || (sges.is_null() && nsges != 0) {
@@ -430,17 +418,19 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_setup(
             return Errno::INVAL.to_neg();
         }
     }
-    let mut root = LockToken::root();
-    let mut s = r.s_lock.lock(&mut root);
-    let res = tid_flow::segment::exp_rcv_setup(
-        rcd,
-        &mut req.req,
-        &r,
-        QpLocked::from_guard(&mut s),
-        &list,
-    );
-    drop(s);
-    errno::ret(res.map_err(Errno::from))
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        with_s_lock(rcd, qp, |rcd, r, s| {
+            let res = tid_flow::segment::exp_rcv_setup(
+                rcd,
+                &mut req.req,
+                r,
+                QpLocked::from_guard(s),
+                &list,
+            );
+            errno::ret(res.map_err(Errno::from))
+        })
+    }
 }
 
 /// Releases the oldest set-up segment's RcvArray entries and mappings and
@@ -461,19 +451,18 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear(
     qp: *mut KQp,
     req: *mut Req,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(r), Some(req)) = (
-        unsafe { rcd.as_ref() }.map(Rcd::ctx),
-        unsafe { borrow_qp(qp) },
-        unsafe { req.as_mut() },
-    ) else {
+    // SAFETY: the caller promises `req` is null or a live request.
+    let Some(req) = (unsafe { req.as_mut() }) else {
         return Errno::INVAL.to_neg();
     };
-    let mut root = LockToken::root();
-    let mut s = r.s_lock.lock(&mut root);
-    let res = tid_flow::segment::exp_rcv_clear(rcd, &mut req.req, &r, QpLocked::from_guard(&mut s));
-    drop(s);
-    errno::ret(res.map_err(Errno::from))
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        with_s_lock(rcd, qp, |rcd, r, s| {
+            let res =
+                tid_flow::segment::exp_rcv_clear(rcd, &mut req.req, r, QpLocked::from_guard(s));
+            errno::ret(res.map_err(Errno::from))
+        })
+    }
 }
 
 /// Clears every set-up segment of the request (and forgets a half-set-up
@@ -494,18 +483,17 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear_all(
     qp: *mut KQp,
     req: *mut Req,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(r), Some(req)) = (
-        unsafe { rcd.as_ref() }.map(Rcd::ctx),
-        unsafe { borrow_qp(qp) },
-        unsafe { req.as_mut() },
-    ) else {
+    // SAFETY: the caller promises `req` is null or a live request.
+    let Some(req) = (unsafe { req.as_mut() }) else {
         return Errno::INVAL.to_neg();
     };
-    let mut root = LockToken::root();
-    let mut s = r.s_lock.lock(&mut root);
-    tid_flow::segment::exp_rcv_clear_all(rcd, &mut req.req, &r, QpLocked::from_guard(&mut s));
-    0
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        with_s_lock(rcd, qp, |rcd, r, s| {
+            tid_flow::segment::exp_rcv_clear_all(rcd, &mut req.req, r, QpLocked::from_guard(s));
+            0
+        })
+    }
 }
 
 /// Unwinds the QP's TID wait (QP reset or destroy): clears
@@ -524,6 +512,29 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear_all(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_flush_wait(rcd: *const Rcd, qp: *mut KQp) -> i32 {
     // SAFETY: forwarded from the caller.
+    unsafe {
+        with_s_lock(rcd, qp, |rcd, r, s| {
+            qp_wait::flush_wait::<KernelPlatform, _>(r, s, &rcd.exp_lock, &rcd.sched);
+            0
+        })
+    }
+}
+
+/// The common shape of the stateful entry points: resolves the context and
+/// QP handles (`-EINVAL` if either is null), takes the QP's `s_lock` from a
+/// fresh root token (C calls these with no lock of ours held) and runs `f`
+/// with it; the lock is released before the result goes back to C.
+///
+/// # Safety
+///
+/// `rcd` is null or a live context from [`hfi1_tid_ctx_create`]; `qp` is
+/// null or a live QP the caller holds a reference to.
+unsafe fn with_s_lock(
+    rcd: *const Rcd,
+    qp: *mut KQp,
+    f: impl FnOnce(&RcvCtxt<KernelPlatform>, &KRef, &mut SGuard<'_, KernelPlatform>) -> i32,
+) -> i32 {
+    // SAFETY: forwarded from the caller.
     let (Some(rcd), Some(r)) = (unsafe { rcd.as_ref() }.map(Rcd::ctx), unsafe {
         borrow_qp(qp)
     }) else {
@@ -531,8 +542,7 @@ pub unsafe extern "C" fn hfi1_tid_flush_wait(rcd: *const Rcd, qp: *mut KQp) -> i
     };
     let mut root = LockToken::root();
     let mut s = r.s_lock.lock(&mut root);
-    qp_wait::flush_wait::<KernelPlatform, _>(&r, &mut s, &rcd.exp_lock, &rcd.sched);
-    0
+    f(rcd, &r, &mut s)
 }
 
 const _: () = assert!(TID_GROUP_SIZE == 8);
