@@ -153,6 +153,10 @@ pub enum WcStatus {
     RemoteError,
     /// The QP was flushed.
     Flushed,
+    /// The requester lost track of the request (a flow sequence error
+    /// named no segment it has in flight) and put the QP in the error
+    /// state. Kernel: `IB_WC_LOC_QP_OP_ERR` from `rvt_rc_error()`.
+    LocalQpOpError,
 }
 
 /// Errors of the engines.

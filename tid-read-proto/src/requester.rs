@@ -29,36 +29,48 @@
 //! acknowledges it; the hardware flow is released whenever nothing is in
 //! flight (which covers SYNC points and "no TID READ outstanding").
 //!
-//! Errors (issue 5):
+//! Errors (SPEC §5, issue 5):
 //!
-//! - a stale generation or a TID error: the packet is dropped (the chip did
-//!   not place it); a sequence error: the chip placed it, software counts
-//!   it like any other packet (reordering and duplicates need no restart,
-//!   so there is no restart storm per late packet);
-//! - a lost packet or READ_REQ: the retry timer ([`timeout`]) or a PSN NAK
-//!   ([`rcv_ack`]) restarts: every segment in flight is re-armed in a fresh
-//!   generation (clear and set up the hardware flow) with the same TIDs and
-//!   IB PSNs, and its READ_REQ goes out again; the responder treats it as
-//!   a duplicate and streams the segment again; packets of the old
-//!   generation then fail the chip's generation check;
+//! - every READ_RESP delivered to software first passes the IB PSN range
+//!   check `[s_last_psn, s_psn]` under the QP's `s_lock`;
+//! - a stale generation or a TID error: the packet is dropped (the chip
+//!   did not place it);
+//! - a flow sequence error: the QP switches to software PSN checking from
+//!   the chip's next expected flow PSN and asks for one restart per error
+//!   episode (the `rdmar_seq` mark); packets ahead of the expected PSN are
+//!   dropped, packets behind it are dropped and clear the mark, the
+//!   expected one advances it and, if last, completes its segment;
+//!   packets of later segments never advance them; a sequence error whose
+//!   flow PSN names no segment of the QP means it lost track: the oldest
+//!   request completes in error, the rest are flushed, everything is
+//!   released;
+//! - a restart (after a sequence error, the retry timer ([`timeout`]) or a
+//!   PSN NAK ([`rcv_ack`])) starts from the oldest segment in flight: its
+//!   and every later segment's cursors are rewound to their start, with
+//!   the same flow PSNs and generation, and their READ_REQs go out again;
+//!   the responder streams them again;
 //! - completed segments keep their TIDs until the flow leaves their
-//!   generation (`release_held`), so no late packet can be placed
-//!   into TIDs another request got since;
+//!   generation (`release_held`): the chip places sequence-error packets
+//!   (the TID is valid), so a late copy must never find a TID that was
+//!   handed to another request;
 //! - any NAK other than a PSN error flushes the QP (every request completes
 //!   in error, everything is released).
 //!
 //! Deviations from the driver, on purpose:
 //!
-//! - Recovery as above instead of the driver's software PSN checking from
-//!   the chip's next expected PSN with one restart per episode and a
-//!   restart from an arbitrary IB PSN (a flow not found completes the
-//!   request in error there; here every restart covers all segments in
-//!   flight, so there is always one). The driver's scheme loses segments
-//!   whose last packet is lost after the flow moved on, and under
-//!   reordering restarts over and over.
+//! - Software records which packets of a segment the chip placed (the
+//!   flow register shows the in-sequence ones), and a segment completes
+//!   when all are placed: a restart keeps what was placed.
+//! - Software PSN checking follows the chip's flow register when the
+//!   chip delivers a packet it took in sequence (the driver left the
+//!   expected PSN where the episode started, so a later episode in the
+//!   same generation compared against a stale PSN).
+//! - A restart asked for while segments were still in flight finds none
+//!   in flight when it runs: nothing is sent.
 //! - The flow is released whenever nothing is in flight, not only at SYNC
-//!   points and when no TID READ is outstanding, to free held TIDs.
-//!
+//!   points and when no TID READ is outstanding, to free held TIDs; a
+//!   request whose segments all completed is reported once its TIDs are
+//!   released.
 //! - The SYNC check counts a segment's packets as its pages (the most it
 //!   can take), not `seg_len / pmtu`: with an 8 KiB MTU over scattered
 //!   4 KiB pages a segment takes one packet per page, and the driver's
@@ -73,7 +85,7 @@ use hfi1_hal::consts::{
 };
 use hfi1_hal::lock_order::{LockToken, Unlocked};
 use hfi1_hal::services::{AllocContext, Scheduler};
-use hfi1_hal::{Psn, TidEntry};
+use hfi1_hal::{FlowPsn, Psn, TidEntry};
 use qp_wait::{SGuard, SendState};
 use tid_flow::{
     FlowError, FlowPlatform, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, exp_rcv_clear,
@@ -187,8 +199,22 @@ pub struct ReqStats {
     /// READ_RESPs with a flow sequence error (placed by the chip, counted
     /// by software).
     pub seq_errors: u64,
-    /// READ_RESPs whose IB PSN and flow PSN named no segment in flight.
+    /// READ_RESPs whose IB PSN and flow PSN named no segment in flight,
+    /// or whose IB PSN was outside `[s_last_psn, s_psn]`.
     pub psn_dropped: u64,
+    /// Restarts asked for by a flow sequence error (at most one per error
+    /// episode).
+    pub seq_restarts: u64,
+    /// Sequence-error READ_RESPs that software PSN checking dropped: ahead
+    /// of or behind the next expected flow PSN, or the first one of an
+    /// episode.
+    pub sw_dropped: u64,
+    /// Sequence-error READ_RESPs of a segment that already completed (a
+    /// late copy): dropped.
+    pub late_dropped: u64,
+    /// Sequence-error READ_RESPs that named no segment at all: the QP lost
+    /// track of its requests and went to the error state.
+    pub flow_not_found: u64,
 }
 
 /// The requester side of a QP.
@@ -222,6 +248,16 @@ pub struct Requester<P: FlowPlatform> {
     tid_r_comp: u64,
     sync_pending: bool,
     restart_pending: bool,
+    /// Software PSN checking: the next flow PSN expected, set from the
+    /// chip's flow register at the first sequence error of an episode.
+    /// Live only while the QP's flow stays in that generation (moving the
+    /// flow, as a restart, SYNC or release does, ends the episode, as
+    /// reprogramming the flow clears `TID_FLOW_SW_PSN` in the driver).
+    /// Kernel: `TID_FLOW_SW_PSN` + `flow_state.r_next_psn`.
+    sw_psn: Option<FlowPsn>,
+    /// A restart was asked for in this error episode; no other until a
+    /// packet shows it took effect. Kernel: `RVT_R_RDMAR_SEQ`.
+    rdmar_seq: bool,
     completions: ArrayVec<Completion, SQ_SIZE>,
     /// What happened so far.
     pub stats: ReqStats,
@@ -286,6 +322,8 @@ impl<P: FlowPlatform> Requester<P> {
             tid_r_comp: 0,
             sync_pending: false,
             restart_pending: false,
+            sw_psn: None,
+            rdmar_seq: false,
             completions: ArrayVec::new(),
             stats: ReqStats::default(),
         }
@@ -697,11 +735,22 @@ where
     }
 }
 
-/// Re-arms every segment in flight in a fresh generation and rewinds the
-/// send queue so their READ_REQs go out again. Returns false if the QP
-/// had to wait for a hardware flow (it is queued and the restart stays
-/// pending). Kernel: `hfi1_tid_rdma_restart_req()` (see the module doc
-/// for how this differs).
+/// Restarts from the oldest segment in flight (SPEC §5 "Restart"): its
+/// IB PSN is the restart point; that segment's and every later segment's
+/// packet and offset cursors are rewound to their start and the send
+/// queue is rewound so their READ_REQs go out again (the responder
+/// treats each as a duplicate and streams it again).
+/// Kernel: `restart_tid_rdma_read_req()` → `hfi1_restart_rc()` →
+/// `hfi1_tid_rdma_restart_req()`.
+///
+/// The segments keep their flow PSNs and generation, as in the driver:
+/// the chip's flow register still waits for the first packet it missed,
+/// so the repeated stream brings it back in sequence, and what comes
+/// before is behind it (dropped by software PSN checking). Only if the
+/// QP no longer holds the flow its segments were set up in (it cannot
+/// while segments are in flight; kept as a fallback) are they re-armed
+/// in a fresh generation. Returns false if that fallback had to wait for
+/// a hardware flow (the QP is queued and the restart stays pending).
 ///
 /// # Locking
 ///
@@ -717,20 +766,44 @@ where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
     let QpLocked { flags, flow, token } = ql;
-    // Keep the flow (a QP holding TIDs must not wait for a flow held by
-    // QPs waiting for its TIDs): only its generation moves on.
-    if !tid_flow::regenerate_hw_flow(rcd, locked!(flags, flow, token)) {
-        match setup_hw_flow(rcd, qp, locked!(flags, flow, token)) {
-            Ok(()) => {}
-            Err(FlowError::Again) => {
-                req.stats.flow_waits += 1;
-                return Ok(false);
-            }
-            Err(e) => return Err(e.into()),
-        }
+    if req.pending_segs == 0 {
+        // Everything completed since the restart was asked for.
+        req.restart_pending = false;
+        return Ok(true);
     }
-    release_held(rcd, qp, locked!(flags, flow, token), req)?;
-    req.sync_pending = false;
+    let same_gen = flow.index.is_some() && {
+        let mut ok = true;
+        let mut i = req.head;
+        while i != req.tail {
+            if let Some(w) = req.sq.get(Requester::<P>::slot(i)).and_then(Option::as_ref) {
+                let mut k = w.first_live();
+                while k != w.tid.flow_idx {
+                    ok &= w.tid.flow(k).is_some_and(|r| {
+                        r.idx == flow.index && r.psns.generation == flow.generation
+                    });
+                    k = tid_flow::ring_next(k);
+                }
+            }
+            i = i.wrapping_add(1);
+        }
+        ok
+    };
+    if !same_gen {
+        // Keep the flow slot (a QP holding TIDs must not wait for a flow
+        // held by QPs waiting for its TIDs): only the generation moves.
+        if !tid_flow::regenerate_hw_flow(rcd, locked!(flags, flow, token)) {
+            match setup_hw_flow(rcd, qp, locked!(flags, flow, token)) {
+                Ok(()) => {}
+                Err(FlowError::Again) => {
+                    req.stats.flow_waits += 1;
+                    return Ok(false);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        release_held(rcd, qp, locked!(flags, flow, token), req)?;
+        req.sync_pending = false;
+    }
     let mut first = None;
     let mut i = req.head;
     while i != req.tail {
@@ -741,23 +814,31 @@ where
             let mut k = live;
             while k != w.tid.flow_idx {
                 if let Some(rec) = w.tid.flow_mut(k) {
-                    let spsn = flow.psn;
-                    rec.idx = flow.index;
-                    rec.psns.generation = flow.generation;
-                    rec.psns.spsn = spsn;
-                    rec.psns.lpsn = spsn.wrapping_add(rec.npkts).wrapping_sub(1);
-                    rec.psns.r_next_psn = hfi1_hal::FlowPsn::new(flow.generation, spsn);
+                    if !same_gen {
+                        let spsn = flow.psn;
+                        rec.idx = flow.index;
+                        rec.psns.generation = flow.generation;
+                        rec.psns.spsn = spsn;
+                        rec.psns.lpsn = spsn.wrapping_add(rec.npkts).wrapping_sub(1);
+                        rec.psns.r_next_psn = FlowPsn::new(flow.generation, spsn);
+                        flow.psn = flow.psn.wrapping_add(rec.npkts);
+                    }
+                    // Rewind to the segment's start (the responder only
+                    // accepts a repeated READ_REQ from the start).
                     rec.pkt = 0;
                     rec.tid_idx = 0;
                     rec.tid_offset = 0;
                     rec.sent = 0;
-                    flow.psn = flow.psn.wrapping_add(rec.npkts);
                 }
                 // What the chip placed stays placed: the TIDs and the
-                // bytes are the same in the new generation. But the
-                // segment now waits for the end of its new stream.
-                if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
-                    *t = false;
+                // bytes are the same. A segment not yet complete now waits
+                // for the end of its repeated stream.
+                let full = w.tid.flow(k).map_or(0, |r| full_mask(r.npkts));
+                let placed = w.placed.get(usize::from(k)).copied().unwrap_or(0);
+                if placed & full != full {
+                    if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
+                        *t = false;
+                    }
                 }
                 k = tid_flow::ring_next(k);
             }
@@ -781,6 +862,13 @@ where
         }
     }
     req.restart_pending = false;
+    if !same_gen {
+        // The flow left the generation of the error episode: its packets
+        // now fail the generation check, and a new sequence error is a
+        // new episode.
+        req.rdmar_seq = false;
+        req.sw_psn = None;
+    }
     req.stats.restarts += 1;
     Ok(true)
 }
@@ -828,31 +916,220 @@ fn full_mask(npkts: u32) -> u64 {
     }
 }
 
+/// What software PSN checking made of a sequence-error READ_RESP.
+enum SwCheck {
+    /// Dropped: the first of an episode, ahead, behind, or a late copy of
+    /// a completed segment.
+    Dropped,
+    /// The next expected packet: recorded as placed.
+    Accepted,
+    /// It names no segment the QP has: the QP lost track.
+    NotFound,
+}
+
+/// Where a flow PSN lies among the QP's segments.
+enum Located {
+    /// In a segment in flight: request slot, ring slot, packet index.
+    Live(usize, u16, u32),
+    /// In a segment that completed and still holds its TIDs.
+    Held,
+    /// Nowhere.
+    Nowhere,
+}
+
+/// Finds the segment whose flow PSN range holds `psn`, among every
+/// request's segments in flight and completed segments still holding
+/// their TIDs (the generation is part of the comparison).
+/// Kernel: `find_flow()`.
+fn locate<P: FlowPlatform>(req: &Requester<P>, psn: FlowPsn) -> Located {
+    let mut i = req.head;
+    while i != req.tail {
+        let s = Requester::<P>::slot(i);
+        if let Some(w) = req.sq.get(s).and_then(Option::as_ref) {
+            let mut k = w.tid.clear_tail;
+            while k != w.tid.flow_idx {
+                if let Some(rec) = w.tid.flow(k) {
+                    let ps = rec.psns;
+                    let off = psn.seq().wrapping_sub(ps.spsn);
+                    if ps.generation == psn.generation() && psn.seq() >= ps.spsn && off < rec.npkts
+                    {
+                        let held = w.held.get(usize::from(k)).copied().unwrap_or(false);
+                        return if held {
+                            Located::Held
+                        } else {
+                            Located::Live(s, k, off)
+                        };
+                    }
+                }
+                k = tid_flow::ring_next(k);
+            }
+        }
+        i = i.wrapping_add(1);
+    }
+    Located::Nowhere
+}
+
+/// Software PSN checking of a READ_RESP the chip flagged with a flow
+/// sequence error (SPEC §5 "Errors from the chip"). Kernel: the
+/// `RHF_RTE_EXPECTED_FLOW_SEQ_ERR` case of `handle_read_kdeth_eflags()`.
+///
+/// The first sequence error of an episode switches the QP to software
+/// checking from the chip's next expected flow PSN (`chip`, read from the
+/// flow register), counts what the register shows was placed in order,
+/// asks for one restart and drops the packet. After that a packet ahead of
+/// the expected PSN is dropped (asking for a restart if none is pending in
+/// this episode); one behind it is dropped and shows that the restart took
+/// effect (the restart mark clears); the expected one is recorded as
+/// placed and advances the expected PSN, and if it is its segment's last
+/// packet the segment is complete. Only the packet's own segment is ever
+/// touched: packets of later segments never advance their flows (SPEC §7).
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`req`, `flow_gen`).
+fn sw_psn_check<P: FlowPlatform>(
+    req: &mut Requester<P>,
+    flow_gen: Option<hfi1_hal::Generation>,
+    psn: FlowPsn,
+    chip: Option<ChipFlow>,
+) -> SwCheck {
+    let (s, k, off) = match locate(req, psn) {
+        Located::Live(s, k, off) => (s, k, off),
+        Located::Held => {
+            req.stats.late_dropped += 1;
+            return SwCheck::Dropped;
+        }
+        Located::Nowhere => return SwCheck::NotFound,
+    };
+    let active = req
+        .sw_psn
+        .filter(|r| flow_gen.is_some_and(|g| g == r.generation()));
+    let Some(expected) = active else {
+        // First sequence error of an episode: start software checking
+        // where the chip stands, keep what it placed in order so far.
+        let from_chip = chip
+            .map(|c| c.next)
+            .filter(|n| n.generation() == psn.generation());
+        let start = from_chip.unwrap_or(psn);
+        if from_chip.is_some() {
+            mark_in_order(req, chip);
+        }
+        req.sw_psn = Some(start);
+        req.stats.sw_dropped += 1;
+        ask_restart(req);
+        return SwCheck::Dropped;
+    };
+    if psn.seq() > expected.seq() {
+        req.stats.sw_dropped += 1;
+        ask_restart(req);
+        return SwCheck::Dropped;
+    }
+    if psn.seq() < expected.seq() {
+        req.stats.sw_dropped += 1;
+        req.rdmar_seq = false;
+        return SwCheck::Dropped;
+    }
+    req.sw_psn = Some(expected.next_seq());
+    let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) else {
+        return SwCheck::NotFound;
+    };
+    let npkts = w.tid.flow(k).map_or(0, |r| r.npkts);
+    if let Some(b) = w.placed.get_mut(usize::from(k)) {
+        if off < 64 {
+            *b |= 1 << off;
+        }
+    }
+    if off.wrapping_add(1) == npkts {
+        if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
+            *t = true;
+        }
+        req.rdmar_seq = false;
+    }
+    SwCheck::Accepted
+}
+
+/// Asks for a restart unless one was asked for in this error episode.
+/// Kernel: `restart_tid_rdma_read_req()` guarded by `RVT_R_RDMAR_SEQ`.
+fn ask_restart<P: FlowPlatform>(req: &mut Requester<P>) {
+    if !req.rdmar_seq && req.pending_segs > 0 {
+        req.rdmar_seq = true;
+        req.restart_pending = true;
+        req.stats.seq_restarts += 1;
+    }
+}
+
+/// Records as placed every packet of a segment in flight that the chip's
+/// flow register has moved past in the segment's generation: those
+/// arrived in sequence and were placed without being delivered.
+fn mark_in_order<P: FlowPlatform>(req: &mut Requester<P>, chip: Option<ChipFlow>) {
+    let Some(c) = chip else { return };
+    let mut i = req.head;
+    while i != req.tail {
+        let s = Requester::<P>::slot(i);
+        if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
+            let mut k = w.first_live();
+            while k != w.tid.flow_idx {
+                let Some(rec) = w.tid.flow(k) else { break };
+                let ps = rec.psns;
+                if rec.idx == Some(c.flow) && c.next.generation() == ps.generation {
+                    let n = c.next.seq().saturating_sub(ps.spsn).min(rec.npkts);
+                    if let Some(b) = w.placed.get_mut(usize::from(k)) {
+                        *b |= full_mask(n);
+                    }
+                    if n == rec.npkts {
+                        if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
+                            *t = true;
+                        }
+                    }
+                }
+                k = tid_flow::ring_next(k);
+            }
+        }
+        i = i.wrapping_add(1);
+    }
+}
+
 /// Receives a READ_RESP the chip delivered to software: with header
 /// suppression a segment's last packet, or any packet the chip flagged.
 /// Kernel: `hfi1_rc_rcv_tid_rdma_read_resp()` and
 /// `handle_read_kdeth_eflags()`.
 ///
-/// Software tracks which packets of each segment in flight the chip has
-/// placed: every packet it sees without error or with a sequence error
-/// (the chip places those: the TID is valid), and every sequence the
-/// chip's flow register has moved past (those arrived in order and were
-/// placed silently). A segment whose packets are all placed completes: its
-/// TIDs are released, the RC layer acknowledges, and the hardware flow is
-/// released at a SYNC point or when no TID READ is outstanding. Packets of
-/// a stale generation or with a TID error are dropped; so are packets
-/// whose IB PSN (`verbs_psn`) and flow PSN (BTH) do not name the same
-/// packet of a segment in flight (`[s_last_psn, s_psn]`).
+/// First, with the QP's `s_lock` held, a packet whose IB PSN
+/// (`verbs_psn`) lies outside `[s_last_psn, s_psn]` is dropped (a stale
+/// packet of a segment that completed, or garbage). Then:
 ///
-/// Deviation, on purpose: the driver switches to software PSN checking on
-/// a sequence error and accepts only the next expected PSN, restarting
-/// once per episode; here lost packets are recovered by the retry timer
-/// ([`timeout`]) or a NAK, and reordered or duplicated ones are simply
-/// counted, so a reordering fabric does not cause restart storms.
+/// - a stale generation or a TID error: dropped (the chip did not place
+///   it);
+/// - a flow sequence error: software PSN checking ([`sw_psn_check`]): one
+///   restart per error episode, packets ahead or behind the expected flow
+///   PSN dropped, the expected one advances it; a packet naming no segment
+///   at all means the QP lost track: the oldest request completes in
+///   error ([`WcStatus::LocalQpOpError`]), the others are flushed, and
+///   every TID, flow and record is released;
+/// - no error: the chip placed it in sequence. Software records which
+///   packets of each segment in flight were placed: this one (its IB PSN
+///   and flow PSN must name the same packet of a segment) and every
+///   sequence the chip's flow register (`chip`) has moved past.
+///
+/// A segment completes once all its packets are placed and the stream
+/// serving it has ended: its TIDs are held until the flow leaves the
+/// generation ([`release_held`]), the RC layer acknowledges, and the
+/// hardware flow is released once nothing is in flight.
 ///
 /// # Locking
 ///
-/// The QP's `s_lock` held (`g`); takes `exp_lock` through `tid-flow`.
+/// The QP's `s_lock` held (`g`): the IB PSN checks of the error path run
+/// under it (SPEC §7); without the guard the call does not compile:
+///
+/// ```compile_fail
+/// # use tid_read_proto::requester::{rcv_read_resp, KdethError};
+/// # fn f<P>(rcd: &tid_flow::RcvCtxt<P>, qp: &P::Ref,
+/// #        hdr: &tid_read_proto::wire::read_resp::Repr, psn: hfi1_hal::FlowPsn)
+/// # where P: tid_flow::FlowPlatform<Ext = tid_read_proto::rc::TidQp<P>> {
+/// // No s_lock taken: there is no guard to pass.
+/// rcv_read_resp(rcd, qp, psn, hdr, Some(KdethError::FlowSeq), None);
+/// # }
+/// ```
 ///
 /// # Errors
 ///
@@ -869,70 +1146,140 @@ pub fn rcv_read_resp<P>(
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
+    let ipsn = hdr.verbs_psn;
+    {
+        let req = &mut g.ext.req;
+        if !ipsn.within(req.s_last_psn, req.s_next_psn.sub(1)) {
+            req.stats.psn_dropped += 1;
+            req.stats.resp_dropped += 1;
+            if error.is_some() {
+                req.stats.kdeth_errors += 1;
+            }
+            return Ok(RespVerdict::Dropped);
+        }
+        match error {
+            Some(KdethError::FlowGen) => {
+                req.stats.stale_dropped += 1;
+                req.stats.kdeth_errors += 1;
+                return Ok(RespVerdict::Dropped);
+            }
+            Some(KdethError::Tid) => {
+                req.stats.tid_dropped += 1;
+                req.stats.kdeth_errors += 1;
+                return Ok(RespVerdict::Dropped);
+            }
+            Some(KdethError::FlowSeq) => {
+                req.stats.seq_errors += 1;
+                req.stats.kdeth_errors += 1;
+            }
+            None => {}
+        }
+    }
+    if error == Some(KdethError::FlowSeq) {
+        let flow_gen = g.ext.flow.index.map(|_| g.ext.flow.generation);
+        let req = &mut g.ext.req;
+        let asked = req.stats.seq_restarts;
+        match sw_psn_check(req, flow_gen, bth_psn, chip) {
+            SwCheck::Dropped => {
+                if req.stats.seq_restarts != asked {
+                    rcd.sched.schedule_send(qp);
+                }
+                return Ok(RespVerdict::Dropped);
+            }
+            SwCheck::Accepted => {}
+            SwCheck::NotFound => {
+                req.stats.flow_not_found += 1;
+                flush_with(rcd, qp, g, WcStatus::LocalQpOpError, WcStatus::Flushed);
+                return Ok(RespVerdict::Dropped);
+            }
+        }
+    }
     let (state, token) = g.parts();
     let SendState { flags, ext } = state;
     let TidQp { flow, req, .. } = ext;
-    match error {
-        Some(KdethError::FlowGen) => {
-            req.stats.stale_dropped += 1;
-            req.stats.kdeth_errors += 1;
-            return Ok(RespVerdict::Dropped);
-        }
-        Some(KdethError::Tid) => {
-            req.stats.tid_dropped += 1;
-            req.stats.kdeth_errors += 1;
-            return Ok(RespVerdict::Dropped);
-        }
-        Some(KdethError::FlowSeq) => {
-            req.stats.seq_errors += 1;
-            req.stats.kdeth_errors += 1;
-        }
-        None => {}
-    }
-    let ipsn = hdr.verbs_psn;
-    let mut hit = false;
-    let mut i = req.head;
-    while i != req.tail {
-        let s = Requester::<P>::slot(i);
-        if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
-            let mut k = w.first_live();
-            while k != w.tid.flow_idx {
-                let Some(rec) = w.tid.flow(k) else { break };
-                let ps = rec.psns;
-                let mut mark = 0u64;
-                let mut tail = false;
-                if !hit && ipsn.within(ps.ib_spsn, ps.ib_lpsn) {
-                    let off = u32::try_from(ipsn.delta(ps.ib_spsn)).unwrap_or(u32::MAX);
-                    if off < 64 && bth_psn == ps.full_psn(ps.spsn.wrapping_add(off)) {
-                        mark |= 1 << off;
-                        hit = true;
-                        tail = off.wrapping_add(1) == rec.npkts;
+    if error.is_none() {
+        let mut hit = false;
+        let mut i = req.head;
+        while i != req.tail {
+            let s = Requester::<P>::slot(i);
+            if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
+                let mut k = w.first_live();
+                while k != w.tid.flow_idx {
+                    let Some(rec) = w.tid.flow(k) else { break };
+                    let ps = rec.psns;
+                    if ipsn.within(ps.ib_spsn, ps.ib_lpsn) {
+                        let off = u32::try_from(ipsn.delta(ps.ib_spsn)).unwrap_or(u32::MAX);
+                        if off < 64 && bth_psn == ps.full_psn(ps.spsn.wrapping_add(off)) {
+                            if let Some(b) = w.placed.get_mut(usize::from(k)) {
+                                *b |= 1 << off;
+                            }
+                            if off.wrapping_add(1) == rec.npkts {
+                                if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
+                                    *t = true;
+                                }
+                            }
+                            hit = true;
+                        }
                     }
-                }
-                if let Some(c) = chip {
-                    if rec.idx == Some(c.flow) && c.next.generation() == ps.generation {
-                        let n = c.next.seq().saturating_sub(ps.spsn).min(rec.npkts);
-                        mark |= full_mask(n);
-                        tail |= n == rec.npkts;
+                    if hit {
+                        break;
                     }
+                    k = tid_flow::ring_next(k);
                 }
-                if let Some(b) = w.placed.get_mut(usize::from(k)) {
-                    *b |= mark;
-                }
-                if tail {
-                    if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
-                        *t = true;
-                    }
-                }
-                k = tid_flow::ring_next(k);
+            }
+            if hit {
+                break;
+            }
+            i = i.wrapping_add(1);
+        }
+        if !hit {
+            req.stats.psn_dropped += 1;
+            req.stats.resp_dropped += 1;
+        }
+        mark_in_order(req, chip);
+        // Software checking follows the chip: a packet it took in
+        // sequence shows where it stands.
+        if let (Some(r), Some(c)) = (req.sw_psn, chip) {
+            if c.next.generation() == r.generation() && c.next.seq() > r.seq() {
+                req.sw_psn = Some(c.next);
             }
         }
-        i = i.wrapping_add(1);
+        if !hit {
+            // Still complete what the register shows (below), but the
+            // packet itself named nothing.
+            let done = complete_placed(rcd, qp, locked!(flags, flow, token), req)?;
+            return Ok(if done {
+                RespVerdict::Completed
+            } else {
+                RespVerdict::Dropped
+            });
+        }
     }
-    if !hit {
-        req.stats.psn_dropped += 1;
-        req.stats.resp_dropped += 1;
-    }
+    let done = complete_placed(rcd, qp, locked!(flags, flow, token), req)?;
+    Ok(if done {
+        RespVerdict::Completed
+    } else {
+        RespVerdict::Counted
+    })
+}
+
+/// Completes, in order per request, every segment whose packets are all
+/// placed and whose stream has ended; releases the flow when nothing is
+/// in flight any more. Returns true if a segment completed.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held; takes `exp_lock` through `tid-flow`.
+fn complete_placed<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    ql: QpLocked<'_, '_>,
+    req: &mut Requester<P>,
+) -> Result<bool, EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let QpLocked { flags, flow, token } = ql;
     // Complete, in order per request, every segment fully placed.
     let mut completed = 0u32;
     let mut first_err = None;
@@ -967,11 +1314,13 @@ where
                 if let Some(e) = req.window.iter_mut().find(|e| e.0 == lpsn) {
                     e.1 = true;
                 }
-                while req.window.first().is_some_and(|e| e.1) {
+                // s_last_psn: everything up to it completed (segments of
+                // different requests may complete out of order).
+                while let Some(e) = req.window.first().copied().filter(|e| e.1) {
                     req.window.pop_at(0);
+                    req.s_last_psn = e.0;
                 }
                 req.stats.segments_done += 1;
-                req.s_last_psn = lpsn;
                 w.comp_seg += 1;
                 if w.comp_seg >= w.total_segs {
                     req.tid_r_comp += 1;
@@ -982,11 +1331,7 @@ where
         i = i.wrapping_add(1);
     }
     if completed == 0 {
-        return Ok(if hit {
-            RespVerdict::Counted
-        } else {
-            RespVerdict::Dropped
-        });
+        return Ok(false);
     }
     // Nothing in flight any more (a SYNC point, no TID READ outstanding,
     // or just a pause): the flow moves to a fresh generation, which frees
@@ -1016,11 +1361,11 @@ where
     if let Some(e) = first_err {
         return Err(e.into());
     }
-    Ok(RespVerdict::Completed)
+    Ok(true)
 }
 
-/// The retry timer expired: if segments are outstanding, restart them (in
-/// a fresh generation) and schedule the send engine.
+/// The retry timer expired: if segments are outstanding, restart from the
+/// oldest one (see `restart_flows`) and schedule the send engine.
 /// Kernel: `hfi1_rc_timeout()` → `hfi1_restart_rc()` for a TID READ.
 ///
 /// # Locking
@@ -1066,7 +1411,7 @@ where
         }
         return;
     }
-    flush_with(rcd, qp, g, WcStatus::RemoteError);
+    flush_with(rcd, qp, g, WcStatus::RemoteError, WcStatus::RemoteError);
 }
 
 /// Flushes the QP (reset or destroy): every request's segments are torn
@@ -1083,16 +1428,22 @@ pub fn flush<P>(rcd: &RcvCtxt<P>, qp: &P::Ref, g: &mut SGuard<'_, P>)
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    flush_with(rcd, qp, g, WcStatus::Flushed);
+    flush_with(rcd, qp, g, WcStatus::Flushed, WcStatus::Flushed);
 }
 
-/// [`flush`] with the completions' status.
+/// [`flush`] with the completions' status: `first` for the oldest
+/// request, `rest` for the others.
 ///
 /// # Locking
 ///
 /// As [`flush`].
-fn flush_with<P>(rcd: &RcvCtxt<P>, qp: &P::Ref, g: &mut SGuard<'_, P>, status: WcStatus)
-where
+fn flush_with<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    first: WcStatus,
+    rest: WcStatus,
+) where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
     {
@@ -1109,7 +1460,7 @@ where
                     req.completions.push(Completion {
                         wr_id: w.wr_id,
                         length: w.length,
-                        status,
+                        status: if i == req.head { first } else { rest },
                     });
                 }
             }
@@ -1123,6 +1474,9 @@ where
         req.tid_r_comp = req.tid_r_reqs;
         req.sync_pending = false;
         req.restart_pending = false;
+        req.sw_psn = None;
+        req.rdmar_seq = false;
+        req.s_last_psn = req.s_next_psn.sub(1);
         clear_hw_flow(rcd, qp, locked!(flags, flow, token));
     }
     qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);

@@ -357,17 +357,12 @@ fn duplicate(
         resp.stats.duplicates_ignored += 1;
         return ReqVerdict::Refused(None);
     }
-    // A requester that restarts always re-arms its segments in a fresh
-    // generation, so an exact copy of the request the entry already
-    // serves is a duplicate made by the fabric: serving it again would
-    // only resend packets the requester may have placed and released.
-    if cur.tid_qpn == hdr.tid_flow_qp
-        && cur.generation == hdr.flow_psn.generation()
-        && cur.spsn == hdr.flow_psn.seq()
-    {
-        resp.stats.duplicates_ignored += 1;
-        return ReqVerdict::Refused(None);
-    }
+    // An exact copy of the request the entry serves is served again: a
+    // requester restarts a segment with the same flow PSNs (the driver
+    // does), and the responder cannot tell that from a copy the fabric
+    // made. The requester keeps a completed segment's TIDs while its
+    // flow stays in that generation, so a repeated stream lands on its
+    // own buffers.
     // Re-validate against the entry's own PSN (the queue slot is reused).
     let view = read_req::Responder {
         remote_read: true,
