@@ -267,12 +267,12 @@ impl World {
 /// SPEC §7: a stale READ_RESP after a restart is dropped by both the
 /// verbs PSN check and the KDETH generation check, and places nothing.
 ///
-/// Fails without the fix: with the `[s_last_psn, s_psn]` check taken out
-/// of `rcv_read_resp`, the stale middle packet reaches the segment
-/// matcher (counted as `requester_no_segment`, not `psn_dropped`); with
-/// the flow kept after the last segment completes (no release), the
-/// stale last packet passes the chip's generation check and is placed
-/// (checked by hand when the restart moved to a fresh generation).
+/// Fails without the fix (checked): with the `[s_last_psn, s_psn]` check
+/// taken out of `rcv_read_resp`, the stale middle packet is not dropped
+/// by the verbs PSN check (`psn_dropped` 0, expected 1). The stale last
+/// packet's verbs PSN is `s_last_psn` itself, in range: only the
+/// generation check (the flow left the generation when nothing was in
+/// flight) drops it.
 #[test]
 fn stale_packets_after_a_restart_are_dropped_unplaced() {
     let mut w = world(16);
@@ -347,9 +347,9 @@ fn lost_first_packet(w: &mut World) -> (Vec<Sge>, Vec<Sge>, [Stream; 2]) {
 /// SPEC §7: no restart storm: one restart per error episode, however
 /// many late packets follow the first sequence error.
 ///
-/// Fails without the fix: with the `rdmar_seq` guard taken out of
-/// `ask_restart`, each of the seven sequence errors asks again
-/// (`seq_restarts` 7, seen when checked).
+/// Fails without the fix (checked): with the `rdmar_seq` guard taken out
+/// of `ask_restart`, each of the seven sequence errors asks again
+/// (`(seq_errors, seq_restarts)` is `(7, 7)`).
 #[test]
 fn no_restart_storm_per_late_packet() {
     let mut w = world(16);
@@ -366,10 +366,10 @@ fn no_restart_storm_per_late_packet() {
 /// advance their flows: B's packets, placed by the chip while software
 /// checked PSNs, do not complete B; only B's repeated stream does.
 ///
-/// Fails without the fix: with `sw_psn_check` counting a packet ahead of
-/// the expected PSN as placed (the old behaviour), B completes as soon
-/// as A's repeated stream arrives (`segments_done` 2, seen when
-/// checked).
+/// Fails without the fix (checked): with `sw_psn_check` recording a
+/// packet ahead of the expected PSN as placed (this engine's behaviour
+/// before), B's packets are counted (`Counted`, not `Dropped`) the
+/// moment they arrive.
 #[test]
 fn later_segments_do_not_advance_after_a_sequence_error() {
     let mut w = world(16);
@@ -406,9 +406,10 @@ fn later_segments_do_not_advance_after_a_sequence_error() {
 /// next packet ahead asks again), the expected one is taken, and the
 /// segment's last packet taken that way completes it.
 ///
-/// Fails without the fix: with the behind branch not clearing
+/// Fails without the fix (checked): with the behind branch not clearing
 /// `rdmar_seq`, `seq_restarts` stays 1 after the second ahead packet;
-/// with the equal branch dropping, the segment never completes.
+/// with the equal branch dropping, the expected packet is `Dropped`, not
+/// `Counted`.
 #[test]
 fn software_psn_checking_drops_ahead_and_behind_and_takes_the_next() {
     let mut w = world(16);
@@ -465,8 +466,8 @@ fn software_psn_checking_drops_ahead_and_behind_and_takes_the_next() {
 /// the QP has (its IB PSN in range) means the QP lost track: the request
 /// completes in error, the QP is flushed and everything is released.
 ///
-/// Fails without the fix: with the `NotFound` arm treated as a drop, no
-/// completion comes and the TIDs stay programmed.
+/// Fails without the fix (checked): with the `NotFound` arm only
+/// counting, no completion comes (`poll` is `None`).
 #[test]
 fn a_sequence_error_naming_no_flow_completes_in_error_and_releases_everything() {
     let mut w = world(16);
