@@ -1155,6 +1155,15 @@ where
             if error.is_some() {
                 req.stats.kdeth_errors += 1;
             }
+            if error.is_none() {
+                // Taken in sequence by the chip all the same: what its
+                // register shows placed stays placed.
+                let (state, token) = g.parts();
+                let SendState { flags, ext } = state;
+                let TidQp { flow, req, .. } = ext;
+                mark_in_order(req, chip);
+                complete_placed(rcd, qp, locked!(flags, flow, token), req)?;
+            }
             return Ok(RespVerdict::Dropped);
         }
         match error {
@@ -1184,6 +1193,18 @@ where
                 if req.stats.seq_restarts != asked {
                     rcd.sched.schedule_send(qp);
                 }
+                // The packet is dropped, but the chip's register may show
+                // a segment fully placed in sequence whose last packet
+                // software never saw (a copy taken in sequence but
+                // dropped by the IB PSN check): complete it, or its
+                // repeated streams, all behind the chip, never would. (A
+                // sequence error does not move the register: this packet
+                // advances nothing.)
+                let (state, token) = g.parts();
+                let SendState { flags, ext } = state;
+                let TidQp { flow, req, .. } = ext;
+                mark_in_order(req, chip);
+                complete_placed(rcd, qp, locked!(flags, flow, token), req)?;
                 return Ok(RespVerdict::Dropped);
             }
             SwCheck::Accepted => {}

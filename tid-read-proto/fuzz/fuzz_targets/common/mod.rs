@@ -689,7 +689,8 @@ impl World {
             }
         } else {
             self.sum.completed_err += 1;
-            if c.status == WcStatus::RemoteError {
+            if matches!(c.status, WcStatus::RemoteError | WcStatus::LocalQpOpError) {
+                // The QP is in the error state: it takes no new posts.
                 self.dead[i] = true;
             }
             let known = self.allow_ack_queue_nak
