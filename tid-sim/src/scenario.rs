@@ -998,7 +998,14 @@ pub fn run(
             .entry("requester_stale_generation".into())
             .or_default() += s.stale_dropped;
         *rep.drops.entry("requester_tid_error".into()).or_default() += s.tid_dropped;
-        *rep.drops.entry("requester_no_segment".into()).or_default() += s.psn_dropped;
+        *rep.drops.entry("requester_ib_psn_check".into()).or_default() += s.psn_dropped;
+        *rep.drops
+            .entry("requester_sw_psn_check".into())
+            .or_default() += s.sw_dropped;
+        *rep.drops.entry("requester_late_copy".into()).or_default() += s.late_dropped;
+        *rep.drops
+            .entry("requester_flow_not_found".into())
+            .or_default() += s.flow_not_found;
         drop(g);
         let g = p.resp.s_lock.lock(&mut root);
         rep.naks += g.ext.resp.stats.naks;
