@@ -496,6 +496,11 @@ fn a_sequence_error_naming_no_flow_completes_in_error_and_releases_everything() 
     assert!(w.qp.live_refs() <= base);
 }
 
+/// SPEC §7: a QP destroyed while it waits for TID space leaves the queue
+/// and drops the reference the queue held (no leak, no use after free).
+///
+/// Fails without the fix (checked): with `flush` not unwinding the TID
+/// wait (`qp_wait::flush_wait`), the QP is still waiting after the flush.
 #[test]
 fn a_qp_destroyed_while_queued_leaves_the_queue_and_its_reference() {
     // One group: a segment of 16 scattered pages never fits.

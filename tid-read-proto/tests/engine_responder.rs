@@ -317,10 +317,31 @@ fn duplicate_restarts_only_from_the_start_with_the_same_length() {
     assert_eq!(qp.s_lock.lock(&mut root).ext.resp.r_psn, Psn::new(108));
 }
 
+/// SPEC §7: memory-region references are released when ack-queue
+/// entries are reused (here already when an entry's last packet is sent,
+/// and on reuse for an entry that still holds one), and on destroy.
+///
+/// Fails without the fix (checked): without the release at the last
+/// packet (`send_engine`) and at reuse (`rcv_read_req`), the first
+/// request already leaves its reference held after it was sent.
 #[test]
 fn mr_references_are_released_on_reuse_and_destroy() {
     let qp = responder(true);
     let mrs = Mrs::default();
+    // 20 requests through the ring: entries are reused.
+    for i in 0..20u32 {
+        assert_eq!(
+            deliver(&qp, &req(100 + 2 * i, 1, 2, 8192, RKEY, BASE), &mrs),
+            ReqVerdict::Accepted,
+            "request {i}"
+        );
+        assert_eq!(send_all(&qp, &mrs).len(), 2);
+        let mut root = LockToken::root();
+        let held = qp.s_lock.lock(&mut root).ext.resp.mr_refs();
+        assert_eq!(mrs.refs.get(), held as i64, "request {i}");
+        assert_eq!(held, 0, "request {i}: references left after sending");
+    }
+    let qp = responder(true);
     assert_eq!(
         deliver(&qp, &req(100, 1, 2, 8192, RKEY, BASE), &mrs),
         ReqVerdict::Accepted
