@@ -1100,7 +1100,7 @@ fn mark_in_order<P: FlowPlatform>(req: &mut Requester<P>, chip: Option<ChipFlow>
 ///
 /// - a stale generation or a TID error: dropped (the chip did not place
 ///   it);
-/// - a flow sequence error: software PSN checking ([`sw_psn_check`]): one
+/// - a flow sequence error: software PSN checking (`sw_psn_check`): one
 ///   restart per error episode, packets ahead or behind the expected flow
 ///   PSN dropped, the expected one advances it; a packet naming no segment
 ///   at all means the QP lost track: the oldest request completes in

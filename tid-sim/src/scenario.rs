@@ -998,7 +998,9 @@ pub fn run(
             .entry("requester_stale_generation".into())
             .or_default() += s.stale_dropped;
         *rep.drops.entry("requester_tid_error".into()).or_default() += s.tid_dropped;
-        *rep.drops.entry("requester_ib_psn_check".into()).or_default() += s.psn_dropped;
+        *rep.drops
+            .entry("requester_ib_psn_check".into())
+            .or_default() += s.psn_dropped;
         *rep.drops
             .entry("requester_sw_psn_check".into())
             .or_default() += s.sw_dropped;
