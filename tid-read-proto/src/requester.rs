@@ -1113,7 +1113,7 @@ fn mark_in_order<P: FlowPlatform>(req: &mut Requester<P>, chip: Option<ChipFlow>
 ///
 /// A segment completes once all its packets are placed and the stream
 /// serving it has ended: its TIDs are held until the flow leaves the
-/// generation ([`release_held`]), the RC layer acknowledges, and the
+/// generation (`release_held`), the RC layer acknowledges, and the
 /// hardware flow is released once nothing is in flight.
 ///
 /// # Locking
