@@ -358,6 +358,20 @@ impl<P: FlowPlatform> Requester<P> {
         i as usize % SQ_SIZE
     }
 
+    /// The posted requests with their send-queue slots (slots outside
+    /// `head..tail` are empty: retiring and flushing take them).
+    fn wqes(&self) -> impl Iterator<Item = (usize, &Wqe<P>)> {
+        self.sq
+            .iter()
+            .enumerate()
+            .filter_map(|(s, w)| w.as_ref().map(|w| (s, w)))
+    }
+
+    /// The posted requests, mutably, in no particular order.
+    fn wqes_mut(&mut self) -> impl Iterator<Item = &mut Wqe<P>> {
+        self.sq.iter_mut().filter_map(Option::as_mut)
+    }
+
     /// Moves finished requests at the head of the send queue to the
     /// completion queue and frees their flow records.
     /// Kernel: `do_rc_completion()` + `__trdma_clean_swqe()`.
@@ -771,23 +785,14 @@ where
         req.restart_pending = false;
         return Ok(true);
     }
-    let same_gen = flow.index.is_some() && {
-        let mut ok = true;
-        let mut i = req.head;
-        while i != req.tail {
-            if let Some(w) = req.sq.get(Requester::<P>::slot(i)).and_then(Option::as_ref) {
-                let mut k = w.first_live();
-                while k != w.tid.flow_idx {
-                    ok &= w.tid.flow(k).is_some_and(|r| {
-                        r.idx == flow.index && r.psns.generation == flow.generation
-                    });
-                    k = tid_flow::ring_next(k);
-                }
-            }
-            i = i.wrapping_add(1);
-        }
-        ok
-    };
+    let same_gen = flow.index.is_some()
+        && req.wqes().all(|(_, w)| {
+            ring_slots(w.first_live(), w.tid.flow_idx).all(|k| {
+                w.tid
+                    .flow(k)
+                    .is_some_and(|r| r.idx == flow.index && r.psns.generation == flow.generation)
+            })
+        });
     if !same_gen {
         // Keep the flow slot (a QP holding TIDs must not wait for a flow
         // held by QPs waiting for its TIDs): only the generation moves.
@@ -907,6 +912,12 @@ pub enum RespVerdict {
     Dropped,
 }
 
+/// The flow-ring slots from `from` up to, not including, `to`.
+fn ring_slots(from: u16, to: u16) -> impl Iterator<Item = u16> {
+    core::iter::successors(Some(from), |&k| Some(tid_flow::ring_next(k)))
+        .take_while(move |&k| k != to)
+}
+
 /// Bits of a segment of `npkts` packets.
 fn full_mask(npkts: u32) -> u64 {
     if npkts >= 64 {
@@ -942,29 +953,20 @@ enum Located {
 /// their TIDs (the generation is part of the comparison).
 /// Kernel: `find_flow()`.
 fn locate<P: FlowPlatform>(req: &Requester<P>, psn: FlowPsn) -> Located {
-    let mut i = req.head;
-    while i != req.tail {
-        let s = Requester::<P>::slot(i);
-        if let Some(w) = req.sq.get(s).and_then(Option::as_ref) {
-            let mut k = w.tid.clear_tail;
-            while k != w.tid.flow_idx {
-                if let Some(rec) = w.tid.flow(k) {
-                    let ps = rec.psns;
-                    let off = psn.seq().wrapping_sub(ps.spsn);
-                    if ps.generation == psn.generation() && psn.seq() >= ps.spsn && off < rec.npkts
-                    {
-                        let held = w.held.get(usize::from(k)).copied().unwrap_or(false);
-                        return if held {
-                            Located::Held
-                        } else {
-                            Located::Live(s, k, off)
-                        };
-                    }
-                }
-                k = tid_flow::ring_next(k);
+    for (s, w) in req.wqes() {
+        for k in ring_slots(w.tid.clear_tail, w.tid.flow_idx) {
+            let Some(rec) = w.tid.flow(k) else { continue };
+            let ps = rec.psns;
+            let off = psn.seq().wrapping_sub(ps.spsn);
+            if ps.generation == psn.generation() && psn.seq() >= ps.spsn && off < rec.npkts {
+                let held = w.held.get(usize::from(k)).copied().unwrap_or(false);
+                return if held {
+                    Located::Held
+                } else {
+                    Located::Live(s, k, off)
+                };
             }
         }
-        i = i.wrapping_add(1);
     }
     Located::Nowhere
 }
@@ -1063,29 +1065,22 @@ fn ask_restart<P: FlowPlatform>(req: &mut Requester<P>) {
 /// arrived in sequence and were placed without being delivered.
 fn mark_in_order<P: FlowPlatform>(req: &mut Requester<P>, chip: Option<ChipFlow>) {
     let Some(c) = chip else { return };
-    let mut i = req.head;
-    while i != req.tail {
-        let s = Requester::<P>::slot(i);
-        if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
-            let mut k = w.first_live();
-            while k != w.tid.flow_idx {
-                let Some(rec) = w.tid.flow(k) else { break };
-                let ps = rec.psns;
-                if rec.idx == Some(c.flow) && c.next.generation() == ps.generation {
-                    let n = c.next.seq().saturating_sub(ps.spsn).min(rec.npkts);
-                    if let Some(b) = w.placed.get_mut(usize::from(k)) {
-                        *b |= full_mask(n);
-                    }
-                    if n == rec.npkts {
-                        if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
-                            *t = true;
-                        }
+    for w in req.wqes_mut() {
+        for k in ring_slots(w.first_live(), w.tid.flow_idx) {
+            let Some(rec) = w.tid.flow(k) else { break };
+            let ps = rec.psns;
+            if rec.idx == Some(c.flow) && c.next.generation() == ps.generation {
+                let n = c.next.seq().saturating_sub(ps.spsn).min(rec.npkts);
+                if let Some(b) = w.placed.get_mut(usize::from(k)) {
+                    *b |= full_mask(n);
+                }
+                if n == rec.npkts {
+                    if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
+                        *t = true;
                     }
                 }
-                k = tid_flow::ring_next(k);
             }
         }
-        i = i.wrapping_add(1);
     }
 }
 
@@ -1220,38 +1215,27 @@ where
     let TidQp { flow, req, .. } = ext;
     if error.is_none() {
         let mut hit = false;
-        let mut i = req.head;
-        while i != req.tail {
-            let s = Requester::<P>::slot(i);
-            if let Some(w) = req.sq.get_mut(s).and_then(Option::as_mut) {
-                let mut k = w.first_live();
-                while k != w.tid.flow_idx {
-                    let Some(rec) = w.tid.flow(k) else { break };
-                    let ps = rec.psns;
-                    if ipsn.within(ps.ib_spsn, ps.ib_lpsn) {
-                        let off = u32::try_from(ipsn.delta(ps.ib_spsn)).unwrap_or(u32::MAX);
-                        if off < 64 && bth_psn == ps.full_psn(ps.spsn.wrapping_add(off)) {
-                            if let Some(b) = w.placed.get_mut(usize::from(k)) {
-                                *b |= 1 << off;
-                            }
-                            if off.wrapping_add(1) == rec.npkts {
-                                if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
-                                    *t = true;
-                                }
-                            }
-                            hit = true;
+        'found: for w in req.wqes_mut() {
+            for k in ring_slots(w.first_live(), w.tid.flow_idx) {
+                let Some(rec) = w.tid.flow(k) else { break };
+                let ps = rec.psns;
+                if !ipsn.within(ps.ib_spsn, ps.ib_lpsn) {
+                    continue;
+                }
+                let off = u32::try_from(ipsn.delta(ps.ib_spsn)).unwrap_or(u32::MAX);
+                if off < 64 && bth_psn == ps.full_psn(ps.spsn.wrapping_add(off)) {
+                    if let Some(b) = w.placed.get_mut(usize::from(k)) {
+                        *b |= 1 << off;
+                    }
+                    if off.wrapping_add(1) == rec.npkts {
+                        if let Some(t) = w.tail_seen.get_mut(usize::from(k)) {
+                            *t = true;
                         }
                     }
-                    if hit {
-                        break;
-                    }
-                    k = tid_flow::ring_next(k);
+                    hit = true;
+                    break 'found;
                 }
             }
-            if hit {
-                break;
-            }
-            i = i.wrapping_add(1);
         }
         if !hit {
             req.stats.psn_dropped += 1;
