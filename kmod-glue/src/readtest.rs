@@ -33,10 +33,7 @@ use core::cell::Cell;
 
 use hfi1_hal::consts::{PAGE_SIZE, TID_RDMA_JKEY};
 use hfi1_hal::lock_order::{Lock, LockToken, Unlocked};
-use hfi1_hal::platform::FlowTable;
-use hfi1_hal::sim::{
-    ExpectedPacket, RcvError, SimContext, SimDma, SimMemory, SimRef, SimScheduler,
-};
+use hfi1_hal::sim::{SimContext, SimDma, SimMemory, SimRef, SimScheduler};
 use hfi1_hal::{FlowPsn, Psn};
 use qp_wait::{DevCounters, Qp, QueueKind, SendState, WaitPlatform};
 use tid_alloc::groups::GroupList;
@@ -46,8 +43,9 @@ use tid_read_proto::packet::{self, MAX_PACKET, Parsed, Path};
 use tid_read_proto::rc::{
     Connection, MAX_RD_ATOMIC, MrTable, PacketSink, SourceData, TidQp, WcStatus,
 };
-use tid_read_proto::requester::{self, ChipFlow, KdethError, ReadWr};
+use tid_read_proto::requester::{self, ReadWr};
 use tid_read_proto::responder;
+use tid_read_proto::sim_chip;
 
 use crate::errno::Errno;
 use crate::kplat::{KMem, KRandom, KernelSpinLock, ops, try_box};
@@ -432,44 +430,20 @@ impl Run {
                         continue;
                     };
                     let mut g = p.req.s_lock.lock(root);
-                    let psn = FlowPsn::from_raw(bth.psn.get());
-                    // The chip's expected receive: placement, flow checks,
-                    // header suppression. The software chip lives under
-                    // exp_lock; a real one needs no lock.
-                    let (o, chip) = {
-                        let (_, tok) = g.parts();
-                        let mut e = self.req_rcd.exp_lock.lock(tok);
-                        let o = e.chip.receive_expected(
-                            &mut self.mem,
-                            ExpectedPacket {
-                                dest_qp: bth.dest_qp,
-                                psn,
-                                kdeth0: hdr.kdeth.kdeth0,
-                                payload,
-                            },
-                        );
-                        let next = e.chip.read_flow(o.flow).next_psn();
-                        (o, ChipFlow { flow: o.flow, next })
-                    };
-                    if o.delivered {
-                        let err = o.error.map(|e| match e {
-                            RcvError::Tid => KdethError::Tid,
-                            RcvError::FlowSeq => KdethError::FlowSeq,
-                            RcvError::FlowGen => KdethError::FlowGen,
-                        });
-                        if requester::rcv_read_resp(
-                            &self.req_rcd,
-                            &p.req,
-                            &mut g,
-                            psn,
-                            &hdr,
-                            err,
-                            Some(chip),
-                        )
-                        .is_err()
-                        {
-                            self.res.errors += 1;
-                        }
+                    // The chip's expected receive (placement, flow
+                    // checks, header suppression), then the requester.
+                    let (_, verdict) = sim_chip::receive_read_resp(
+                        &self.req_rcd,
+                        &p.req,
+                        &mut g,
+                        &mut self.mem,
+                        bth.dest_qp,
+                        FlowPsn::from_raw(bth.psn.get()),
+                        &hdr,
+                        payload,
+                    );
+                    if let Some(Err(_)) = verdict {
+                        self.res.errors += 1;
                     }
                     i
                 }

@@ -22,7 +22,9 @@
 //! - [`requester`] and [`responder`]: the READ engines, over `tid-flow`
 //!   (hardware flows, segments) and the QP's `s_lock`;
 //! - [`packet`]: whole packets the engines build and parse;
-//! - `sim` (feature `sim`): a ready software platform for the engines.
+//! - `sim` (feature `sim`): a ready software platform for the engines;
+//! - `sim_chip` (feature `sim-chip`, `no_std`): the requester's receive
+//!   path on the software chip, shared by every harness.
 //!
 //! The modules above [`rc`] are pure functions or plain values over their
 //! inputs: no lock is taken or needed. The engines run under the QP's
@@ -50,4 +52,6 @@ pub mod requester;
 pub mod responder;
 #[cfg(feature = "sim")]
 pub mod sim;
+#[cfg(feature = "sim-chip")]
+pub mod sim_chip;
 pub mod wire;

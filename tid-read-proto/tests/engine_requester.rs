@@ -8,8 +8,7 @@
 //! posting errors. Each SPEC §7 test's doc says which fix it needs.
 
 use hfi1_hal::lock_order::LockToken;
-use hfi1_hal::platform::FlowTable;
-use hfi1_hal::sim::{ExpectedPacket, RcvError, SimMemory};
+use hfi1_hal::sim::{RcvError, SimMemory};
 use hfi1_hal::{FlowPsn, Psn};
 use qp_wait::QueueKind;
 use tid_flow::{RcvCtxt, Sge};
@@ -17,8 +16,9 @@ use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::{self, Parsed, Path};
 use tid_read_proto::rc::{Connection, EngineError, PacketSink, WcStatus};
 use tid_read_proto::read_resp::{RespBuilder, RespFlow, RespPacket};
-use tid_read_proto::requester::{self, ChipFlow, KdethError, ReadWr, RespVerdict};
+use tid_read_proto::requester::{self, ReadWr, RespVerdict};
 use tid_read_proto::sim::{EnginePlatform, EngineQp, new_ctxt, new_qp};
+use tid_read_proto::sim_chip::receive_read_resp;
 use tid_read_proto::wire::aeth;
 use tid_read_proto::wire::read_resp;
 use tid_read_proto::wire::tid_entries::Entries;
@@ -155,40 +155,17 @@ impl World {
         let payload = vec![fill; p.len as usize];
         let mut root = LockToken::root();
         let mut g = self.qp.s_lock.lock(&mut root);
-        let (o, chip) = {
-            let (_, tok) = g.parts();
-            let mut e = self.rcd.exp_lock.lock(tok);
-            let o = e.chip.receive_expected(
-                &mut self.mem,
-                ExpectedPacket {
-                    dest_qp: *dest,
-                    psn: p.bth_psn,
-                    kdeth0: p.kdeth0,
-                    payload: &payload,
-                },
-            );
-            let next = e.chip.read_flow(o.flow).next_psn();
-            (o, ChipFlow { flow: o.flow, next })
-        };
-        if !o.delivered {
-            return (o.error, None);
-        }
-        let err = o.error.map(|e| match e {
-            RcvError::Tid => KdethError::Tid,
-            RcvError::FlowSeq => KdethError::FlowSeq,
-            RcvError::FlowGen => KdethError::FlowGen,
-        });
-        let v = requester::rcv_read_resp(
+        let (o, v) = receive_read_resp(
             &self.rcd,
             &self.qp,
             &mut g,
+            &mut self.mem,
+            *dest,
             FlowPsn::from_raw(p.bth_psn.raw()),
             hdr,
-            err,
-            Some(chip),
-        )
-        .unwrap();
-        (o.error, Some(v))
+            &payload,
+        );
+        (o.error, v.map(Result::unwrap))
     }
 
     fn in_use(&self) -> (u32, u32) {

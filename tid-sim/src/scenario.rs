@@ -41,16 +41,16 @@ use std::time::Instant;
 
 use hfi1_hal::consts::{PAGE_SIZE, TID_RDMA_JKEY};
 use hfi1_hal::lock_order::{LockToken, Unlocked};
-use hfi1_hal::platform::FlowTable;
-use hfi1_hal::sim::{ExpectedPacket, RcvError, SimMemory};
+use hfi1_hal::sim::SimMemory;
 use hfi1_hal::{FlowPsn, Psn};
 use tid_flow::{RcvCtxt, Sge};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::{self, MAX_PACKET, Parsed, Path};
 use tid_read_proto::rc::{Connection, MAX_RD_ATOMIC, MrTable, PacketSink, SourceData, WcStatus};
-use tid_read_proto::requester::{self, ChipFlow, KdethError, ReadWr};
+use tid_read_proto::requester::{self, ReadWr};
 use tid_read_proto::responder;
 use tid_read_proto::sim::{EnginePlatform, EngineQp, new_ctxt, new_qp};
+use tid_read_proto::sim_chip;
 
 use crate::cli::Options;
 use crate::fabric::{Faults, Link, Packet, PacketKind};
@@ -875,49 +875,23 @@ pub fn run(
                         };
                         let qp = &pairs[i].req;
                         let mut g = qp.s_lock.lock(&mut root);
-                        // The chip: expected receive (placement, flow
-                        // checks, header suppression). Our sim chip lives in
-                        // the exp_lock-guarded state, so the sim reaches it
-                        // under the QP's s_lock and exp_lock; a real chip
-                        // needs no lock.
-                        let outcome = {
-                            let (_, tok) = g.parts();
-                            let mut e = req_rcd.exp_lock.lock(tok);
-                            let o = e.chip.receive_expected(
-                                &mut mem,
-                                ExpectedPacket {
-                                    dest_qp: bth.dest_qp,
-                                    psn: FlowPsn::from_raw(bth.psn.get()),
-                                    kdeth0: hdr.kdeth.kdeth0,
-                                    payload,
-                                },
-                            );
-                            let next = e.chip.read_flow(o.flow).next_psn();
-                            (o, ChipFlow { flow: o.flow, next })
-                        };
-                        let (outcome, chip) = outcome;
+                        // The chip's expected receive (placement, flow
+                        // checks, header suppression), then the requester.
+                        let (_, verdict) = sim_chip::receive_read_resp(
+                            &req_rcd,
+                            qp,
+                            &mut g,
+                            &mut mem,
+                            bth.dest_qp,
+                            FlowPsn::from_raw(bth.psn.get()),
+                            &hdr,
+                            payload,
+                        );
                         last_progress[i] = sim_ns_f;
-                        if outcome.delivered {
-                            let err = outcome.error.map(|e| match e {
-                                RcvError::Tid => KdethError::Tid,
-                                RcvError::FlowSeq => KdethError::FlowSeq,
-                                RcvError::FlowGen => KdethError::FlowGen,
-                            });
-                            if requester::rcv_read_resp(
-                                &req_rcd,
-                                qp,
-                                &mut g,
-                                FlowPsn::from_raw(bth.psn.get()),
-                                &hdr,
-                                err,
-                                Some(chip),
-                            )
-                            .is_err()
-                            {
-                                rep.engine_errors += 1;
-                            }
-                        } else {
-                            rep.suppressed += 1;
+                        match verdict {
+                            Some(Ok(_)) => {}
+                            Some(Err(_)) => rep.engine_errors += 1,
+                            None => rep.suppressed += 1,
                         }
                         let mut done = Vec::new();
                         while let Some(c) = g.ext.req.poll() {

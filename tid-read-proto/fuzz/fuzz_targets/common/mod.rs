@@ -42,8 +42,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use hfi1_hal::consts::{PAGE_SIZE, TID_GROUP_SIZE, TID_RDMA_JKEY};
 use hfi1_hal::lock_order::LockToken;
-use hfi1_hal::platform::FlowTable;
-use hfi1_hal::sim::{ExpectedPacket, RcvError, SimMemory};
+use hfi1_hal::sim::SimMemory;
 use hfi1_hal::{FlowPsn, Psn};
 use tid_flow::{RcvCtxt, Sge};
 use tid_read_proto::opfn::TidParams;
@@ -51,9 +50,10 @@ use tid_read_proto::packet::{self, MAX_PACKET, Parsed, Path};
 use tid_read_proto::rc::{
     Completion, Connection, EngineError, MrTable, PacketSink, SQ_SIZE, SourceData, WcStatus,
 };
-use tid_read_proto::requester::{self, ChipFlow, KdethError, ReadWr};
+use tid_read_proto::requester::{self, ReadWr};
 use tid_read_proto::responder;
 use tid_read_proto::sim::{EnginePlatform, EngineQp, new_ctxt, new_qp};
+use tid_read_proto::sim_chip;
 use tid_read_proto::wire::aeth::NakCode;
 use tid_read_proto::wire::lrh;
 
@@ -577,32 +577,18 @@ impl World {
         match p {
             Parsed::ReadResp { bth, hdr, payload } => {
                 let fpsn = FlowPsn::from_raw(bth.psn.get());
-                let (o, chip) = {
-                    let (_, tok) = g.parts();
-                    let mut e = self.rcd.exp_lock.lock(tok);
-                    let o = e.chip.receive_expected(
-                        &mut self.mem,
-                        ExpectedPacket {
-                            dest_qp: bth.dest_qp,
-                            psn: fpsn,
-                            kdeth0: hdr.kdeth.kdeth0,
-                            payload,
-                        },
-                    );
-                    let next = e.chip.read_flow(o.flow).next_psn();
-                    (o, ChipFlow { flow: o.flow, next })
-                };
-                if o.delivered {
-                    let err = o.error.map(|e| match e {
-                        RcvError::Tid => KdethError::Tid,
-                        RcvError::FlowSeq => KdethError::FlowSeq,
-                        RcvError::FlowGen => KdethError::FlowGen,
-                    });
-                    if let Err(e) =
-                        requester::rcv_read_resp(&self.rcd, qp, &mut g, fpsn, &hdr, err, Some(chip))
-                    {
-                        panic!("rcv_read_resp failed: {e}");
-                    }
+                let (_, verdict) = sim_chip::receive_read_resp(
+                    &self.rcd,
+                    qp,
+                    &mut g,
+                    &mut self.mem,
+                    bth.dest_qp,
+                    fpsn,
+                    &hdr,
+                    payload,
+                );
+                if let Some(Err(e)) = verdict {
+                    panic!("rcv_read_resp failed: {e}");
                 }
             }
             Parsed::Ack { aeth, .. } => {
