@@ -257,14 +257,8 @@ where
         header: *hdr,
         payload,
     };
-    let taken = core::cell::Cell::new(None);
-    let res = read_req::validate(&view, &request, |vaddr, len, rkey| {
-        let mr = mrs.get(vaddr, len, rkey);
-        taken.set(mr);
-        mr.is_some()
-    });
-    match res {
-        Ok(acc) => {
+    match validate_taking_mr(&view, &request, mrs) {
+        Ok((acc, mr)) => {
             let n = resp_packets(&acc, conn.pmtu);
             let Some(e) = resp.ack.get_mut(resp.head) else {
                 return ReqVerdict::Refused(None);
@@ -278,7 +272,7 @@ where
                 lpsn: psn.add(n - 1),
                 cursor: Cursor::default(),
                 sent: false,
-                mr: taken.get(),
+                mr,
             };
             resp.r_psn = resp.r_psn.add(n);
             resp.r_msn = resp.r_msn.wrapping_add(1) & 0x00FF_FFFF;
@@ -287,32 +281,52 @@ where
             resp.stats.accepted += 1;
             ReqVerdict::Accepted
         }
+        Err(rej) => match rej {
+            Reject::OutOfSequence { delta } if delta < 0 => {
+                duplicate(resp, psn, hdr, payload, conn.pmtu, mrs)
+            }
+            Reject::OutOfSequence { .. } => {
+                if resp.nak_state.is_none() {
+                    resp.nak_state = Some(NakCode::PsnError);
+                    resp.queue_nak(NakCode::PsnError);
+                    ReqVerdict::Refused(Some(NakCode::PsnError))
+                } else {
+                    ReqVerdict::Refused(None)
+                }
+            }
+            other => {
+                let code = other.nak();
+                if let Some(c) = code {
+                    resp.nak_state = Some(c);
+                    resp.queue_nak(c);
+                }
+                ReqVerdict::Refused(code)
+            }
+        },
+    }
+}
+
+/// Validates `request`; on success returns it with the memory-region
+/// reference the rkey check took (on failure a reference taken is
+/// dropped again). Kernel: `rvt_rkey_ok()` inside the READ_REQ checks.
+fn validate_taking_mr(
+    view: &read_req::Responder,
+    request: &read_req::Request<'_>,
+    mrs: &impl MrTable,
+) -> Result<(Accepted, Option<u32>), Reject> {
+    let taken = core::cell::Cell::new(None);
+    let res = read_req::validate(view, request, |vaddr, len, rkey| {
+        let mr = mrs.get(vaddr, len, rkey);
+        taken.set(mr);
+        mr.is_some()
+    });
+    match res {
+        Ok(acc) => Ok((acc, taken.get())),
         Err(rej) => {
             if let Some(mr) = taken.get() {
                 mrs.put(mr);
             }
-            match rej {
-                Reject::OutOfSequence { delta } if delta < 0 => {
-                    duplicate(resp, psn, hdr, payload, conn.pmtu, mrs)
-                }
-                Reject::OutOfSequence { .. } => {
-                    if resp.nak_state.is_none() {
-                        resp.nak_state = Some(NakCode::PsnError);
-                        resp.queue_nak(NakCode::PsnError);
-                        ReqVerdict::Refused(Some(NakCode::PsnError))
-                    } else {
-                        ReqVerdict::Refused(None)
-                    }
-                }
-                other => {
-                    let code = other.nak();
-                    if let Some(c) = code {
-                        resp.nak_state = Some(c);
-                        resp.queue_nak(c);
-                    }
-                    ReqVerdict::Refused(code)
-                }
-            }
+            Err(rej)
         }
     }
 }
@@ -376,16 +390,7 @@ fn duplicate(
         header: *hdr,
         payload,
     };
-    let taken = core::cell::Cell::new(None);
-    let res = read_req::validate(&view, &request, |vaddr, len, rkey| {
-        let mr = mrs.get(vaddr, len, rkey);
-        taken.set(mr);
-        mr.is_some()
-    });
-    let Ok(acc) = res else {
-        if let Some(mr) = taken.get() {
-            mrs.put(mr);
-        }
+    let Ok((acc, mr)) = validate_taking_mr(&view, &request, mrs) else {
         resp.stats.duplicates_ignored += 1;
         return ReqVerdict::Refused(None);
     };
@@ -397,7 +402,7 @@ fn duplicate(
     e.lpsn = psn.add(n - 1);
     e.cursor = Cursor::default();
     e.sent = false;
-    e.mr = taken.get();
+    e.mr = mr;
     // Only this entry goes out again: the send engine skips the entries
     // after it that were already sent. (The driver re-sends all of them;
     // our requester asks for each segment it needs again with its own
