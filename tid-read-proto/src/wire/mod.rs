@@ -90,8 +90,14 @@ pub mod kdeth;
 pub mod lrh;
 pub mod read_req;
 pub mod read_resp;
+pub mod resync;
 pub mod reth;
+pub mod tid_ack;
 pub mod tid_entries;
+pub mod tid_header;
+pub mod write_data;
+pub mod write_req;
+pub mod write_resp;
 
 /// Why a buffer could not be read or written as a header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
