@@ -27,7 +27,9 @@ use zerocopy::byteorder::big_endian::U32;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use super::resync::psn_before;
-use super::tid_header::{BthFields, Built, tid_flow_qp, tid_header_common};
+use super::tid_header::{
+    BthFields, Built, aeth_field, tid_flow_fields, tid_flow_qp, tid_header_common,
+};
 use super::{Error, Result, aeth, kdeth};
 
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
@@ -83,23 +85,10 @@ fixed_header_view! {
 }
 
 tid_header_common!();
+aeth_field!();
+tid_flow_fields!();
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// The AETH.
-    pub fn aeth(&self) -> aeth::Repr {
-        aeth::Repr::from_header(&self.header().aeth)
-    }
-
-    /// `tid_flow_psn` as received (all 32 bits).
-    pub fn tid_flow_psn_raw(&self) -> u32 {
-        self.header().tid_flow_psn.get()
-    }
-
-    /// `tid_flow_psn` masked to a flow PSN (what the driver uses).
-    pub fn tid_flow_psn(&self) -> FlowPsn {
-        FlowPsn::from_raw(self.tid_flow_psn_raw())
-    }
-
     /// `verbs_psn` as received (all 32 bits).
     pub fn verbs_psn_raw(&self) -> u32 {
         self.header().verbs_psn.get()
@@ -109,38 +98,13 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn verbs_psn(&self) -> Psn {
         Psn::new(self.verbs_psn_raw())
     }
-
-    /// `tid_flow_qp`: the responder's KDETH QPN | flow << 11 | ctxt.
-    pub fn tid_flow_qp(&self) -> u32 {
-        self.header().tid_flow_qp.get()
-    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Sets the AETH; fails if the MSN is wider than 24 bits.
-    pub fn set_aeth(&mut self, a: &aeth::Repr) -> Result<()> {
-        let h = self.header_mut().ok_or(Error::Truncated)?;
-        a.to_header(&mut h.aeth)
-    }
-
-    /// Sets `tid_flow_psn`.
-    pub fn set_tid_flow_psn(&mut self, v: FlowPsn) {
-        if let Some(h) = self.header_mut() {
-            h.tid_flow_psn.set(v.raw());
-        }
-    }
-
     /// Sets `verbs_psn`.
     pub fn set_verbs_psn(&mut self, v: Psn) {
         if let Some(h) = self.header_mut() {
             h.verbs_psn.set(v.get());
-        }
-    }
-
-    /// Sets `tid_flow_qp`.
-    pub fn set_tid_flow_qp(&mut self, v: u32) {
-        if let Some(h) = self.header_mut() {
-            h.tid_flow_qp.set(v);
         }
     }
 }

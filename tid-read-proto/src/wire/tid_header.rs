@@ -193,6 +193,68 @@ macro_rules! tid_header_common {
 }
 pub(crate) use tid_header_common;
 
+/// The AETH accessors of a view whose `Header` has `aeth: aeth::Header`
+/// (WRITE_RESP and ACK).
+macro_rules! aeth_field {
+    () => {
+        impl<T: AsRef<[u8]>> Packet<T> {
+            /// The AETH.
+            pub fn aeth(&self) -> $crate::wire::aeth::Repr {
+                $crate::wire::aeth::Repr::from_header(&self.header().aeth)
+            }
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+            /// Sets the AETH; fails if the MSN is wider than 24 bits.
+            pub fn set_aeth(&mut self, a: &$crate::wire::aeth::Repr) -> $crate::wire::Result<()> {
+                let h = self.header_mut().ok_or($crate::wire::Error::Truncated)?;
+                a.to_header(&mut h.aeth)
+            }
+        }
+    };
+}
+pub(crate) use aeth_field;
+
+/// The `tid_flow_psn` and `tid_flow_qp` accessors of a view whose `Header`
+/// has both as `U32` (WRITE_RESP and ACK).
+macro_rules! tid_flow_fields {
+    () => {
+        impl<T: AsRef<[u8]>> Packet<T> {
+            /// `tid_flow_psn` as received (all 32 bits).
+            pub fn tid_flow_psn_raw(&self) -> u32 {
+                self.header().tid_flow_psn.get()
+            }
+
+            /// `tid_flow_psn` masked to a flow PSN (what the driver uses).
+            pub fn tid_flow_psn(&self) -> hfi1_hal::FlowPsn {
+                hfi1_hal::FlowPsn::from_raw(self.tid_flow_psn_raw())
+            }
+
+            /// `tid_flow_qp`: the responder's KDETH QPN | flow << 11 | ctxt.
+            pub fn tid_flow_qp(&self) -> u32 {
+                self.header().tid_flow_qp.get()
+            }
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+            /// Sets `tid_flow_psn`.
+            pub fn set_tid_flow_psn(&mut self, v: hfi1_hal::FlowPsn) {
+                if let Some(h) = self.header_mut() {
+                    h.tid_flow_psn.set(v.raw());
+                }
+            }
+
+            /// Sets `tid_flow_qp`.
+            pub fn set_tid_flow_qp(&mut self, v: u32) {
+                if let Some(h) = self.header_mut() {
+                    h.tid_flow_qp.set(v);
+                }
+            }
+        }
+    };
+}
+pub(crate) use tid_flow_fields;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,9 @@ use zerocopy::byteorder::big_endian::U32;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use super::tid_entries::Entries;
-use super::tid_header::{BthFields, Built, tid_flow_qp, tid_header_common};
+use super::tid_header::{
+    BthFields, Built, aeth_field, tid_flow_fields, tid_flow_qp, tid_header_common,
+};
 use super::{Error, Result, aeth, kdeth};
 
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
@@ -78,55 +80,17 @@ fixed_header_view! {
 }
 
 tid_header_common!();
+aeth_field!();
+tid_flow_fields!();
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// The AETH.
-    pub fn aeth(&self) -> aeth::Repr {
-        aeth::Repr::from_header(&self.header().aeth)
-    }
-
-    /// `tid_flow_psn` as received (all 32 bits).
-    pub fn tid_flow_psn_raw(&self) -> u32 {
-        self.header().tid_flow_psn.get()
-    }
-
-    /// `tid_flow_psn` masked to a flow PSN (what the driver uses).
-    pub fn tid_flow_psn(&self) -> FlowPsn {
-        FlowPsn::from_raw(self.tid_flow_psn_raw())
-    }
-
-    /// `tid_flow_qp`: the responder's KDETH QPN | flow << 11 | ctxt.
-    pub fn tid_flow_qp(&self) -> u32 {
-        self.header().tid_flow_qp.get()
-    }
-
     /// The payload as TID entries (a trailing partial word is ignored).
     pub fn tid_entries(&self) -> Entries<'_> {
         Entries::new_unchecked(self.payload())
     }
 }
 
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Sets the AETH; fails if the MSN is wider than 24 bits.
-    pub fn set_aeth(&mut self, a: &aeth::Repr) -> Result<()> {
-        let h = self.header_mut().ok_or(Error::Truncated)?;
-        a.to_header(&mut h.aeth)
-    }
-
-    /// Sets `tid_flow_psn`.
-    pub fn set_tid_flow_psn(&mut self, v: FlowPsn) {
-        if let Some(h) = self.header_mut() {
-            h.tid_flow_psn.set(v.raw());
-        }
-    }
-
-    /// Sets `tid_flow_qp`.
-    pub fn set_tid_flow_qp(&mut self, v: u32) {
-        if let Some(h) = self.header_mut() {
-            h.tid_flow_qp.set(v);
-        }
-    }
-}
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {}
 
 /// The WRITE_RESP header as typed values (the payload is read with
 /// [`Packet::tid_entries`]).
