@@ -310,6 +310,34 @@ pub fn pcap_record_header(timestamp: u64, record_len: u32) -> [u8; PCAP_RECORD_H
     h
 }
 
+/// Bytes [`encode_pcap_record`] writes for a `packet_len`-byte packet.
+pub const fn pcap_record_len(packet_len: usize) -> usize {
+    PCAP_RECORD_HEADER_LEN
+        .saturating_add(HEADER_LEN)
+        .saturating_add(packet_len)
+}
+
+/// Writes one pcap record (its 16-byte header, then the ERF record of
+/// `packet` seen on `interface` at `timestamp`) into `out`; returns its
+/// length, [`pcap_record_len`]. Appending such records to
+/// [`pcap_file_header`] gives a capture file `tshark` reads, every TID
+/// RDMA opcode decoded by the `opa` dissector.
+pub fn encode_pcap_record(
+    timestamp: u64,
+    interface: u8,
+    packet: &[u8],
+    out: &mut [u8],
+) -> Result<usize> {
+    let (head, rest) = out
+        .split_at_mut_checked(PCAP_RECORD_HEADER_LEN)
+        .ok_or(Error::Truncated)?;
+    let n = encode(timestamp, interface, packet, rest)?;
+    // `encode` bounds n by u16 (the ERF rlen), so it fits.
+    let record_len = u32::try_from(n).map_err(|_| Error::Malformed("erf.rlen"))?;
+    head.copy_from_slice(&pcap_record_header(timestamp, record_len));
+    Ok(PCAP_RECORD_HEADER_LEN + n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,6 +379,28 @@ mod tests {
             pcap_record_header(ts, 20),
             [3, 0, 0, 0, 0x90, 0xD0, 0x03, 0, 20, 0, 0, 0, 20, 0, 0, 0]
         );
+    }
+
+    #[test]
+    fn pcap_record_in_one_call() {
+        let ts = timestamp_from_nanos(3_250_000_000);
+        let mut out = [0xAAu8; 40];
+        let n = encode_pcap_record(ts, 2, &[9, 8, 7, 6], &mut out).unwrap();
+        assert_eq!(n, pcap_record_len(4));
+        assert_eq!(n, 36);
+        assert_eq!(out[..16], pcap_record_header(ts, 20));
+        let mut rec = [0u8; 20];
+        encode(ts, 2, &[9, 8, 7, 6], &mut rec).unwrap();
+        assert_eq!(out[16..36], rec);
+        assert_eq!(
+            encode_pcap_record(ts, 0, &[0; 4], &mut out[..35]),
+            Err(Error::Truncated)
+        );
+        assert_eq!(
+            encode_pcap_record(ts, 0, &[], &mut out[..15]),
+            Err(Error::Truncated)
+        );
+        assert!(encode_pcap_record(ts, 4, &[], &mut out).is_err());
     }
 
     #[test]
