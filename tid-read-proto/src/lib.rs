@@ -45,6 +45,7 @@ extern crate alloc;
 pub mod opfn;
 pub mod packet;
 pub mod qualify;
+pub mod qualify_write;
 pub mod rc;
 pub mod read_req;
 pub mod read_resp;

@@ -18,6 +18,12 @@
 //! 32-bit arithmetic, so a `max_len` below 4 KiB comes back as 8 MiB and
 //! 8 MiB + 4 KiB comes back as 4 KiB); every other field is masked to its
 //! width; the capability code and reserved bits are ignored on decode.
+//!
+//! `max_read` and `max_write` bound the segments of one request in flight:
+//! a TID READ's requester uses the peer's `max_read`
+//! ([`crate::qualify::TidReadPlan::n_flows`]); for a TID WRITE the
+//! responder enforces its own `max_write` and the requester records the
+//! peer's (see [`crate::qualify_write`]).
 
 use hfi1_hal::consts::{
     KDETH_QP_PREFIX, KDETH_QP_PREFIX_SHIFT, MAX_READ_SEGS_PER_REQ, MAX_SEGMENT_SIZE,
@@ -322,6 +328,41 @@ mod tests {
         a.reply(resp, true, 4096);
         a.error();
         assert_eq!(a.remote(), None);
+    }
+
+    /// Each side learns the other's `max_write` (bits 4..=9), whatever it
+    /// is, in both directions of the exchange; the value is masked to six
+    /// bits and never mixed with `max_read` next to it.
+    #[test]
+    fn max_write_travels_both_ways() {
+        let a_params = TidParams {
+            max_write: 2,
+            max_read: 0x3F,
+            ..TidParams::local(1, 32, 14, false)
+        };
+        let b_params = TidParams {
+            max_write: 5,
+            max_read: 0,
+            ..TidParams::local(2, 32, 14, false)
+        };
+        assert_eq!((a_params.encode() >> 4) & 0x3F, 2);
+        assert_eq!((b_params.encode() >> 4) & 0x3F, 5);
+        let mut a = Negotiation::new(a_params);
+        let mut b = Negotiation::new(b_params);
+        let resp = b.respond(with_capcode(a.request()), true, 4096);
+        assert!(a.reply(with_capcode(resp), true, 4096));
+        let (ar, br) = (a.remote().unwrap().params, b.remote().unwrap().params);
+        assert_eq!((ar.max_write, ar.max_read), (5, 0));
+        assert_eq!((br.max_write, br.max_read), (2, 0x3F));
+        // Wider values keep their low six bits only.
+        let wide = TidParams {
+            max_write: 0x45,
+            ..a_params
+        };
+        assert_eq!(TidParams::decode(wide.encode()).max_write, 5);
+        assert_eq!(TidParams::decode(wide.encode()).max_read, 0x3F);
+        // The kernel default is 4 (SPEC §2).
+        assert_eq!(TidParams::local(0, 32, 14, false).max_write, 4);
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! Kernel: `hfi1_setup_tid_rdma_wqe()` (the length gate) and
 //! `setup_tid_rdma_wqe()`, `hfi1_check_sge_align()`.
 //!
+//! The WRITE side of the same decision is [`crate::qualify_write`]; the
+//! path gates ([`Path`]) and the reasons ([`NotQualified`]) are shared.
+//!
 //! Also the send-queue interlock that holds a request back behind an
 //! unfinished TID RDMA WRITE or plain READ ([`interlock`]).
 //!
@@ -62,7 +65,10 @@ pub struct Sge {
 pub enum WrOpcode {
     /// IB_WR_RDMA_READ.
     RdmaRead,
-    /// Anything else (sends, writes, atomics): never converted here.
+    /// IB_WR_RDMA_WRITE (without immediate data).
+    RdmaWrite,
+    /// Anything else (sends, writes with immediate, atomics): never
+    /// converted.
     Other,
 }
 
@@ -96,12 +102,16 @@ pub struct Path<'a> {
     pub remote: Option<&'a TidParams>,
 }
 
-/// Why a request stays a plain RDMA READ.
+/// Why a request stays a plain RDMA READ or RDMA WRITE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum NotQualified {
-    /// Not an RDMA READ.
+    /// Not an RDMA READ (asked of [`qualify`]).
     #[error("not an RDMA READ")]
     NotRead,
+    /// Not an RDMA WRITE without immediate data (asked of
+    /// [`crate::qualify_write::qualify_write`]).
+    #[error("not an RDMA WRITE")]
+    NotWrite,
     /// Shorter than 256 KiB.
     #[error("shorter than 256 KiB")]
     TooShort,
@@ -118,6 +128,10 @@ pub enum NotQualified {
     /// An SGE is not page-aligned or not a whole number of pages.
     #[error("SGE not page-aligned")]
     Unaligned,
+    /// A WRITE's remote address is not page-aligned or its length not a
+    /// whole number of pages.
+    #[error("remote buffer not page-aligned")]
+    RemoteUnaligned,
     /// The path MTU is zero (no path) or the peer's `max_len` is zero.
     #[error("no usable MTU or segment size")]
     NoMtu,
@@ -147,15 +161,10 @@ pub fn sges_aligned(sges: &[Sge]) -> bool {
         .all(|s| s.vaddr & mask == 0 && u64::from(s.length) & mask == 0)
 }
 
-/// Decides whether `wr` becomes a TID RDMA READ on `path`, and how.
-/// Kernel: `hfi1_setup_tid_rdma_wqe()` / `setup_tid_rdma_wqe()`.
-pub fn qualify(wr: &WorkRequest<'_>, path: &Path<'_>) -> Result<TidReadPlan, NotQualified> {
-    if wr.opcode != WrOpcode::RdmaRead {
-        return Err(NotQualified::NotRead);
-    }
-    if wr.length < MIN_LENGTH {
-        return Err(NotQualified::TooShort);
-    }
+/// The gates READ and WRITE share, in the driver's order: the peer is not
+/// on the local port, the QP sends 9B packets, OPFN left remote
+/// parameters (returned). Kernel: the start of `setup_tid_rdma_wqe()`.
+pub(crate) fn path_gates<'a>(path: &Path<'a>) -> Result<&'a TidParams, NotQualified> {
     let lmc_mask = 1u32
         .checked_shl(u32::from(path.lmc))
         .unwrap_or(0)
@@ -166,7 +175,19 @@ pub fn qualify(wr: &WorkRequest<'_>, path: &Path<'_>) -> Result<TidReadPlan, Not
     if !path.is_9b {
         return Err(NotQualified::Not9B);
     }
-    let remote = path.remote.ok_or(NotQualified::NotNegotiated)?;
+    path.remote.ok_or(NotQualified::NotNegotiated)
+}
+
+/// Decides whether `wr` becomes a TID RDMA READ on `path`, and how.
+/// Kernel: `hfi1_setup_tid_rdma_wqe()` / `setup_tid_rdma_wqe()`.
+pub fn qualify(wr: &WorkRequest<'_>, path: &Path<'_>) -> Result<TidReadPlan, NotQualified> {
+    if wr.opcode != WrOpcode::RdmaRead {
+        return Err(NotQualified::NotRead);
+    }
+    if wr.length < MIN_LENGTH {
+        return Err(NotQualified::TooShort);
+    }
+    let remote = path_gates(path)?;
     if !sges_aligned(wr.sges) {
         return Err(NotQualified::Unaligned);
     }
@@ -236,14 +257,15 @@ pub const fn interlock(op: WqeOp, st: &InterlockState) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn remote() -> TidParams {
         TidParams::local(2, 32, 14, false)
     }
 
-    fn path(r: &TidParams) -> Path<'_> {
+    /// A path to a remote peer with 9B packets and a 4 KiB MTU.
+    pub(crate) fn path(r: &TidParams) -> Path<'_> {
         Path {
             dlid: 5,
             port_lid: 4,
@@ -295,6 +317,8 @@ mod tests {
         let p = path(&r);
         let mut w = wr(&SGES);
         w.opcode = WrOpcode::Other;
+        assert_eq!(qualify(&w, &p), Err(NotQualified::NotRead));
+        w.opcode = WrOpcode::RdmaWrite;
         assert_eq!(qualify(&w, &p), Err(NotQualified::NotRead));
         let small = [Sge {
             vaddr: 0,
