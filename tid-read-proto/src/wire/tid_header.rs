@@ -95,8 +95,16 @@ pub struct BthFields {
 
 impl BthFields {
     /// A BTH with these fields and `pkey`, everything else zero (pad count
-    /// and ICRC are filled by [`super::frame::emit`]). The destination QP
-    /// is masked to 24 bits as the driver's `bth1` assignment leaves it.
+    /// and ICRC are filled by [`super::frame::emit`]).
+    ///
+    /// The destination QP is masked to 24 bits. The driver is not: for
+    /// WRITE_DATA it assigns the whole `tid_flow_qp` word of the peer's
+    /// WRITE_RESP to `bth[1]`, so a high byte the peer set would land in
+    /// FECN, BECN and the reserved bits. A Linux peer's high byte is zero
+    /// (its KDETH QPN is 24 bits), so the two agree on every packet a
+    /// Linux pair exchanges; the test `bth_fields_mask_the_qp` pins the
+    /// masking. Kernel: `*bth1 = flow->tid_qpn` in
+    /// `hfi1_build_tid_rdma_packet()`.
     pub const fn to_repr(&self, pkey: u16) -> bth::Repr {
         bth::Repr {
             opcode: self.opcode,
@@ -284,6 +292,8 @@ mod tests {
         assert!(!is_tid_opcode(0xDF) && !is_tid_opcode(0xE8) && !is_tid_opcode(0x11));
     }
 
+    /// A `tid_flow_qp` with a high byte set (not what a Linux peer
+    /// sends) never reaches FECN/BECN or the reserved BTH bits.
     #[test]
     fn bth_fields_mask_the_qp() {
         let b = BthFields {
@@ -294,6 +304,10 @@ mod tests {
         }
         .to_repr(0x8001);
         assert_eq!((b.opcode, b.dest_qp, b.pkey), (0xE7, 0x80_0803, 0x8001));
-        assert!(b.ack_req && !b.fecn && !b.solicited);
+        assert!(b.ack_req && !b.fecn && !b.becn && !b.solicited);
+        let mut out = [0u8; bth::HEADER_LEN];
+        b.emit(&mut bth::Packet::new_unchecked(&mut out[..]))
+            .unwrap();
+        assert_eq!(out[4..8], [0x00, 0x80, 0x08, 0x03]);
     }
 }
