@@ -106,7 +106,26 @@ fn aeth_fields(a: &aeth::Repr) -> [(&'static str, u64); 2] {
 /// The WRITE side: request, one grant per segment, the data, a RESYNC
 /// and the three kinds of ACK.
 fn write_frames(data: &[u8]) -> Vec<Sent> {
-    let mut out = Vec::new();
+    let mut out = vec![write_req_frame()];
+    let entries = [
+        [
+            TidEntry::new(4, TidCtrl::Pair, 2).unwrap(),
+            TidEntry::new(6, TidCtrl::Even, 1).unwrap(),
+        ],
+        [
+            TidEntry::new(9, TidCtrl::Odd, 1).unwrap(),
+            TidEntry::new(10, TidCtrl::Pair, 2).unwrap(),
+        ],
+    ];
+    for (seg, seg_entries) in entries.iter().enumerate() {
+        grant_and_data(&mut out, seg, seg_entries, data);
+    }
+    resync_and_acks(&mut out);
+    out
+}
+
+/// The requester's WRITE_REQ for the whole 24 KiB.
+fn write_req_frame() -> Sent {
     let req = write_req::build(&write_req::WriteReqFields {
         remote_qp: RESP_KQP,
         remote_jkey: JKEY,
@@ -123,7 +142,7 @@ fn write_frames(data: &[u8]) -> Vec<Sent> {
             .unwrap()
     });
     let r = req.header.reth;
-    out.push(with(
+    with(
         sent(RESP_LID, REQ_LID, &req.bth, &req.header.kdeth, &[&h]),
         &[
             ("opa.reth.va", r.vaddr),
@@ -131,95 +150,92 @@ fn write_frames(data: &[u8]) -> Vec<Sent> {
             ("opa.reth.dmalen", u64::from(r.length)),
             ("opa.tidrdma.verbsqp", u64::from(RESP_VQP)),
         ],
-    ));
-    let entries = [
-        [
-            TidEntry::new(4, TidCtrl::Pair, 2).unwrap(),
-            TidEntry::new(6, TidCtrl::Even, 1).unwrap(),
-        ],
-        [
-            TidEntry::new(9, TidCtrl::Odd, 1).unwrap(),
-            TidEntry::new(10, TidCtrl::Pair, 2).unwrap(),
-        ],
+    )
+}
+
+/// Segment `seg`'s WRITE_RESP, then the requester's WRITE_DATA for it,
+/// built from the WRITE_RESP as received.
+fn grant_and_data(out: &mut Vec<Sent>, seg: usize, seg_entries: &[TidEntry], data: &[u8]) {
+    let flow = FlowIndex::new(7 + seg as u32).unwrap();
+    let generation = Generation::masked(0x1_2340 + seg as u32);
+    let grant = write_resp::build(&write_resp::WriteRespFields {
+        remote_qp: REQ_KQP,
+        remote_jkey: JKEY,
+        remote_verbs_qp: REQ_VQP,
+        aeth: aeth::Repr {
+            syndrome: 0x1F,
+            msn: 0x20 + seg as u32,
+        },
+        generation,
+        spsn: 0x7FE,
+        local_qp: RESP_KQP,
+        flow,
+        ctxt: 9,
+        ib_psn: Psn::new(0x100 + seg as u32),
+    });
+    let h = header::<36>(|b| {
+        grant
+            .header
+            .emit(&mut write_resp::Packet::new_unchecked(b))
+            .unwrap()
+    });
+    let mut ents = vec![0u8; tid_entries::payload_len(2)];
+    tid_entries::emit(seg_entries, &mut ents).unwrap();
+    let g = grant.header;
+    let mut more = vec![
+        ("opa.tidrdma.tidflowpsn", u64::from(g.flow_psn.raw())),
+        ("opa.tidrdma.tidflowqp", u64::from(g.tid_flow_qp)),
+        ("opa.tidrdma.verbsqp", u64::from(REQ_VQP)),
     ];
-    for (seg, seg_entries) in entries.iter().enumerate() {
-        let flow = FlowIndex::new(7 + seg as u32).unwrap();
-        let generation = Generation::masked(0x1_2340 + seg as u32);
-        let grant = write_resp::build(&write_resp::WriteRespFields {
-            remote_qp: REQ_KQP,
-            remote_jkey: JKEY,
-            remote_verbs_qp: REQ_VQP,
-            aeth: aeth::Repr {
-                syndrome: 0x1F,
-                msn: 0x20 + seg as u32,
-            },
-            generation,
-            spsn: 0x7FE,
-            local_qp: RESP_KQP,
-            flow,
-            ctxt: 9,
-            ib_psn: Psn::new(0x100 + seg as u32),
-        });
+    more.extend(aeth_fields(&g.aeth));
+    out.push(with(
+        sent(REQ_LID, RESP_LID, &grant.bth, &g.kdeth, &[&h, &ents]),
+        &more,
+    ));
+
+    // The requester's data for the grant, parsed back from the frame
+    // just built, as the receive path would.
+    let f = frame::parse(&out.last().unwrap().bytes).unwrap();
+    let p = write_resp::Packet::new_checked(f.body).unwrap();
+    let r = write_resp::Repr::parse(&p).unwrap();
+    assert_eq!(r, g);
+    let got: Vec<_> = p.tid_entries().iter().collect();
+    let data_flow = DataFlow {
+        entries: &got,
+        length: 12288,
+        pmtu: PMTU,
+        spsn: r.flow_psn.seq(),
+        generation: r.flow_psn.generation(),
+        tid_qpn: r.tid_flow_qp,
+        jkey: JKEY,
+        urg: true,
+        verbs_qp: RESP_VQP,
+        last_segment: seg == 1,
+    };
+    for pkt in DataBuilder::new(&data_flow) {
+        let pkt = pkt.unwrap();
         let h = header::<36>(|b| {
-            grant
-                .header
-                .emit(&mut write_resp::Packet::new_unchecked(b))
+            pkt.header
+                .emit(&mut write_data::Packet::new_unchecked(b))
                 .unwrap()
         });
-        let mut ents = vec![0u8; tid_entries::payload_len(2)];
-        tid_entries::emit(seg_entries, &mut ents).unwrap();
-        let g = grant.header;
-        let mut more = vec![
-            ("opa.tidrdma.tidflowpsn", u64::from(g.flow_psn.raw())),
-            ("opa.tidrdma.tidflowqp", u64::from(g.tid_flow_qp)),
-            ("opa.tidrdma.verbsqp", u64::from(REQ_VQP)),
-        ];
-        more.extend(aeth_fields(&g.aeth));
+        let at = seg * 12288 + pkt.data_offset as usize;
+        let payload = &data[at..at + pkt.len as usize];
         out.push(with(
-            sent(REQ_LID, RESP_LID, &grant.bth, &g.kdeth, &[&h, &ents]),
-            &more,
+            sent(
+                RESP_LID,
+                REQ_LID,
+                &pkt.bth,
+                &pkt.header.kdeth,
+                &[&h, payload],
+            ),
+            &[("opa.tidrdma.verbsqp", u64::from(RESP_VQP))],
         ));
-
-        // The requester's data for the grant, parsed back from the frame
-        // just built, as the receive path would.
-        let f = frame::parse(&out.last().unwrap().bytes).unwrap();
-        let p = write_resp::Packet::new_checked(f.body).unwrap();
-        let r = write_resp::Repr::parse(&p).unwrap();
-        assert_eq!(r, g);
-        let got: Vec<_> = p.tid_entries().iter().collect();
-        let data_flow = DataFlow {
-            entries: &got,
-            length: 12288,
-            pmtu: PMTU,
-            spsn: r.flow_psn.seq(),
-            generation: r.flow_psn.generation(),
-            tid_qpn: r.tid_flow_qp,
-            jkey: JKEY,
-            urg: true,
-            verbs_qp: RESP_VQP,
-            last_segment: seg == 1,
-        };
-        for pkt in DataBuilder::new(&data_flow) {
-            let pkt = pkt.unwrap();
-            let h = header::<36>(|b| {
-                pkt.header
-                    .emit(&mut write_data::Packet::new_unchecked(b))
-                    .unwrap()
-            });
-            let at = seg * 12288 + pkt.data_offset as usize;
-            let payload = &data[at..at + pkt.len as usize];
-            out.push(with(
-                sent(
-                    RESP_LID,
-                    REQ_LID,
-                    &pkt.bth,
-                    &pkt.header.kdeth,
-                    &[&h, payload],
-                ),
-                &[("opa.tidrdma.verbsqp", u64::from(RESP_VQP))],
-            ));
-        }
     }
+}
+
+/// A RESYNC and the responder's ACK, NAK and RESYNC answer.
+fn resync_and_acks(out: &mut Vec<Sent>) {
     let rs = resync::build(&resync::ResyncFields {
         remote_qp: RESP_KQP,
         remote_jkey: JKEY,
@@ -286,7 +302,6 @@ fn write_frames(data: &[u8]) -> Vec<Sent> {
             &more,
         ));
     }
-    out
 }
 
 /// The READ side, from the existing builders: one READ_REQ, its responses.
