@@ -83,6 +83,7 @@ macro_rules! fixed_header_view {
 
 pub mod aeth;
 pub mod bth;
+pub mod class;
 pub mod erf;
 pub mod frame;
 pub mod icrc;

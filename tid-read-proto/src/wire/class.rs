@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! Sorting packets by kind from two header bytes, without parsing them.
+//!
+//! [`classify`] reads the LRH's LNH, the BTH opcode and, for a READ_RESP,
+//! the KDETH's SH bit: three loads and no CRC. It is meant for statistics
+//! and fault injection on packets this crate built (a simulator sorting
+//! what it is about to put on the fabric), never as a check of received
+//! bytes: it trusts PktLen, the ICRC and every reserved bit, which
+//! [`crate::packet::parse`] checks.
+
+use hfi1_hal::Kdeth0;
+use hfi1_hal::consts::{OP_TID_RDMA_READ_REQ, OP_TID_RDMA_READ_RESP};
+
+use super::{bth, kdeth, lrh};
+use crate::packet::OP_RC_ACK;
+
+/// Offset of the BTH opcode in a 9B packet.
+const OPCODE: usize = lrh::HEADER_LEN;
+/// Offset of KDETH word 0 (little-endian) in a TID RDMA packet.
+const KDETH0: usize = lrh::HEADER_LEN + bth::HEADER_LEN;
+/// Bytes a READ_RESP must hold for its SH bit to be read.
+const KDETH0_END: usize = KDETH0 + kdeth::HEADER_LEN / 2;
+
+/// What a packet is, as far as its opcode and SH bit tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// A TID RDMA READ_REQ.
+    ReadReq,
+    /// A TID RDMA READ_RESP with SH clear: not the last of its segment
+    /// (the chip places it without a header).
+    ReadRespMiddle,
+    /// A TID RDMA READ_RESP with SH set: the last of its segment, whose
+    /// header the chip delivers.
+    ReadRespLast,
+    /// An RC ACK or NAK.
+    Ack,
+    /// Anything else: another opcode, an LNH other than BTH, or a buffer
+    /// too short to hold the bytes read.
+    Other,
+}
+
+/// Sorts a 9B packet (LRH first) by its LNH, BTH opcode and KDETH SH bit.
+/// Checks only that the bytes it reads exist; see the module doc for what
+/// it does not check.
+pub fn classify(packet: &[u8]) -> Class {
+    let lnh = packet.get(1).map_or(0, |b| b & 0x03);
+    if lnh != lrh::LNH_BTH {
+        return Class::Other;
+    }
+    match packet.get(OPCODE).copied() {
+        Some(OP_TID_RDMA_READ_REQ) => Class::ReadReq,
+        Some(OP_RC_ACK) => Class::Ack,
+        Some(OP_TID_RDMA_READ_RESP) => match packet.get(KDETH0..KDETH0_END) {
+            Some(&[a, b, c, d]) => {
+                if Kdeth0::from_raw(u32::from_le_bytes([a, b, c, d])).sh() {
+                    Class::ReadRespLast
+                } else {
+                    Class::ReadRespMiddle
+                }
+            }
+            _ => Class::Other,
+        },
+        _ => Class::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{self, ACK_SYNDROME, Parsed, Path};
+    use crate::wire::{aeth, read_resp};
+    use hfi1_hal::fields::Kdeth0Fields;
+    use hfi1_hal::{Kdeth1, Psn};
+    use proptest::prelude::*;
+
+    /// What a full parse says, in the same terms.
+    fn by_parse(bytes: &[u8]) -> Class {
+        match packet::parse(bytes) {
+            Ok((_, Parsed::ReadReq { .. })) => Class::ReadReq,
+            Ok((_, Parsed::ReadResp { hdr, .. })) => {
+                if hdr.kdeth.kdeth0.sh() {
+                    Class::ReadRespLast
+                } else {
+                    Class::ReadRespMiddle
+                }
+            }
+            Ok((_, Parsed::Ack { .. })) => Class::Ack,
+            Err(_) => Class::Other,
+        }
+    }
+
+    fn read_resp(sh: bool, payload: usize) -> Vec<u8> {
+        let mut buf = vec![0u8; packet::MAX_PACKET];
+        let kdeth0 = Kdeth0::new(Kdeth0Fields {
+            offset: 3,
+            tid: 1,
+            sh,
+            ..Kdeth0Fields::default()
+        })
+        .unwrap();
+        let hdr = read_resp::Repr {
+            kdeth: crate::wire::kdeth::Repr {
+                kdeth0,
+                kdeth1: Kdeth1::with_jkey(32),
+            },
+            aeth: aeth::Repr {
+                syndrome: ACK_SYNDROME,
+                msn: 1,
+            },
+            verbs_psn: Psn::new(5),
+            verbs_qp: 0x42,
+        };
+        let n = packet::build_read_resp(
+            &mut buf,
+            Path::default(),
+            0x80_0801,
+            Psn::new(77),
+            &hdr,
+            payload,
+            |o| {
+                o.fill(0x5A);
+                true
+            },
+        )
+        .unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    #[test]
+    fn built_packets_classify_as_they_parse() {
+        for (sh, want) in [(false, Class::ReadRespMiddle), (true, Class::ReadRespLast)] {
+            for payload in [0, 64, 4096] {
+                let p = read_resp(sh, payload);
+                assert_eq!(classify(&p), want);
+                assert_eq!(by_parse(&p), want);
+            }
+        }
+        let mut buf = [0u8; 64];
+        let a = aeth::Repr {
+            syndrome: 0x60,
+            msn: 7,
+        };
+        let n = packet::build_ack(&mut buf, Path::default(), 0x12, Psn::new(9), a).unwrap();
+        assert_eq!(classify(&buf[..n]), Class::Ack);
+        assert_eq!(by_parse(&buf[..n]), Class::Ack);
+    }
+
+    #[test]
+    fn short_or_foreign_packets_are_other() {
+        let p = read_resp(true, 0);
+        // Up to the SH byte, a READ_RESP cannot be sorted.
+        for n in 0..KDETH0_END {
+            assert_eq!(classify(&p[..n]), Class::Other, "{n}");
+        }
+        assert_eq!(classify(&p[..KDETH0_END]), Class::ReadRespLast);
+        let mut grh = p.clone();
+        grh[1] = (grh[1] & !0x03) | lrh::LNH_GRH;
+        assert_eq!(classify(&grh), Class::Other);
+        let mut write = p;
+        write[OPCODE] = hfi1_hal::consts::OP_TID_RDMA_WRITE_REQ;
+        assert_eq!(classify(&write), Class::Other);
+    }
+
+    proptest! {
+        /// On every packet the full parse accepts, the two agree.
+        #[test]
+        fn classify_agrees_with_parse(
+            sh in any::<bool>(),
+            words in 0usize..64,
+            flip in any::<prop::sample::Index>(),
+            bit in 0u8..8,
+        ) {
+            let mut p = read_resp(sh, words * 4);
+            prop_assert_eq!(classify(&p), by_parse(&p));
+            // A corrupted copy: whenever it still parses, it classifies the same.
+            let i = flip.index(p.len());
+            p[i] ^= 1 << bit;
+            let parsed = by_parse(&p);
+            if parsed != Class::Other {
+                prop_assert_eq!(classify(&p), parsed);
+            }
+        }
+    }
+}
