@@ -26,61 +26,12 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use hfi1_hal::{RcvArray, RcvType};
 use tid_alloc::{
     AllocError, PageSets, Programmed, TidAlloc, TidGroups, find_phys_blocks,
     find_phys_blocks_4k_into, find_phys_blocks_8k_into,
 };
 
-const PAGE: u64 = 4096;
-
-fn contiguous() -> Vec<u64> {
-    (0..64).map(|i| (0x100000 + i) * PAGE).collect()
-}
-
-fn scattered() -> Vec<u64> {
-    (0..64).map(|i| (0x200000 + 2 * i) * PAGE).collect()
-}
-
-fn mixed() -> Vec<u64> {
-    let runs = [8u64, 1, 4, 2, 16, 1, 3, 8, 5, 2, 1, 4, 6, 3];
-    let mut pages = Vec::with_capacity(64);
-    for (r, &len) in runs.iter().enumerate() {
-        let start = 0x300000 + 0x1000 * r as u64;
-        pages.extend((0..len).map(|i| (start + i) * PAGE));
-    }
-    assert_eq!(pages.len(), 64);
-    pages
-}
-
-fn inputs() -> [(&'static str, Vec<u64>); 3] {
-    [
-        ("contiguous", contiguous()),
-        ("scattered", scattered()),
-        ("mixed", mixed()),
-    ]
-}
-
-/// A 16-group RcvArray that keeps what it is told.
-struct ArrayRcv {
-    entries: [u64; 128],
-    fills: u64,
-}
-
-impl RcvArray for ArrayRcv {
-    fn put_tid(&mut self, rcventry: u32, ty: RcvType, pa: u64, order: u8) {
-        if let Some(e) = self.entries.get_mut(rcventry as usize) {
-            *e = match ty {
-                RcvType::Expected => pa | u64::from(order),
-                RcvType::Invalid => 0,
-            };
-        }
-    }
-
-    fn wc_fill(&mut self, _rcventry: u32) {
-        self.fills += 1;
-    }
-}
+use benches::{ArrayRcv, inputs};
 
 type FindInto = fn(&[u64], &mut PageSets) -> Result<(), AllocError>;
 
@@ -118,10 +69,7 @@ fn bench_cycle(c: &mut Criterion) {
             s.dma = s.addr ^ 0x8000_0000_0000;
         }
         let mut groups = TidGroups::new(0, 16).unwrap();
-        let mut rcv = ArrayRcv {
-            entries: [0; 128],
-            fills: 0,
-        };
+        let mut rcv = ArrayRcv::default();
         let mut alloc = TidAlloc::default();
         let mut prog = Programmed::default();
         g.bench_function(id, |b| {

@@ -1,3 +1,77 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! Criterion benchmarks of the engine; the inputs are described in
-//! `benches/README.md` and in each benchmark file's doc.
+//! Criterion benchmarks of the engine, and the inputs they share with the
+//! instruction-count driver (`src/bin/instr.rs`, run by `instr.sh` under
+//! cachegrind beside the C reference in `c-ref/`). The inputs are
+//! described in `benches/README.md` and in each benchmark file's doc.
+
+use hfi1_hal::{RcvArray, RcvType};
+
+/// Bytes of one page.
+pub const PAGE: u64 = 4096;
+
+/// 64 contiguous pages: pfn 0x100000 + i.
+pub fn contiguous() -> Vec<u64> {
+    (0..64).map(|i| (0x100000 + i) * PAGE).collect()
+}
+
+/// 64 pages, no two contiguous: pfn 0x200000 + 2i.
+pub fn scattered() -> Vec<u64> {
+    (0..64).map(|i| (0x200000 + 2 * i) * PAGE).collect()
+}
+
+/// The run lengths of [`mixed`].
+pub const MIXED_RUNS: [u64; 14] = [8, 1, 4, 2, 16, 1, 3, 8, 5, 2, 1, 4, 6, 3];
+
+/// 64 pages in 14 runs of [`MIXED_RUNS`] pages, run r starting at pfn
+/// 0x300000 + 0x1000·r.
+pub fn mixed() -> Vec<u64> {
+    let mut pages = Vec::with_capacity(64);
+    for (r, &len) in MIXED_RUNS.iter().enumerate() {
+        let start = 0x300000 + 0x1000 * r as u64;
+        pages.extend((0..len).map(|i| (start + i) * PAGE));
+    }
+    pages
+}
+
+/// The three inputs by name.
+pub fn inputs() -> [(&'static str, Vec<u64>); 3] {
+    [
+        ("contiguous", contiguous()),
+        ("scattered", scattered()),
+        ("mixed", mixed()),
+    ]
+}
+
+/// A 16-group RcvArray that keeps what it is told: every `put_tid` stores
+/// `pa | order` (0 for INVALID), every `wc_fill` is counted, so no call can
+/// be optimised away.
+pub struct ArrayRcv {
+    /// One word per RcvArray entry.
+    pub entries: [u64; 128],
+    /// `wc_fill` calls seen.
+    pub fills: u64,
+}
+
+impl Default for ArrayRcv {
+    fn default() -> Self {
+        Self {
+            entries: [0; 128],
+            fills: 0,
+        }
+    }
+}
+
+impl RcvArray for ArrayRcv {
+    fn put_tid(&mut self, rcventry: u32, ty: RcvType, pa: u64, order: u8) {
+        if let Some(e) = self.entries.get_mut(rcventry as usize) {
+            *e = match ty {
+                RcvType::Expected => pa | u64::from(order),
+                RcvType::Invalid => 0,
+            };
+        }
+    }
+
+    fn wc_fill(&mut self, _rcventry: u32) {
+        self.fills += 1;
+    }
+}
