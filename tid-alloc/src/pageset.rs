@@ -19,6 +19,9 @@ use hfi1_hal::consts::{
 
 use crate::AllocError;
 
+mod fast;
+use fast::{is_one_run, one_run_4k, one_run_8k, singles_4k, singles_8k};
+
 /// Bytes of one page, as a `u64` for address arithmetic.
 const PAGE_BYTES: u64 = PAGE_SIZE as u64;
 /// Low bits that must be clear in a page address.
@@ -359,6 +362,37 @@ fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
     let Some((&first, rest)) = pages.split_first() else {
         return Ok(());
     };
+    // The first two pages pick the fast path worth trying: contiguous ones
+    // the single run, others the all-singles walk.
+    match rest.first() {
+        Some(&second) if follows(first, second) => {
+            if is_one_run(pages, first) {
+                return one_run_4k(sets, first, pages);
+            }
+        }
+        _ => {
+            if let Some(r) = singles_4k(sets, pages, first, rest) {
+                return r;
+            }
+            sets.clear();
+        }
+    }
+    walk_runs_4k(sets, pages, first, rest)
+}
+
+/// The general case of [`walk_4k`]: every maximal run, cut into chunks.
+#[inline(always)]
+fn walk_runs_4k(
+    sets: &mut PageSets,
+    pages: &[u64],
+    first: u64,
+    rest: &[u64],
+) -> Result<(), AllocError> {
+    // Checked by the caller; repeated so the compiler knows the bound in
+    // this loop (every index below 64).
+    if pages.len() > MAX_SEGMENT_PAGES {
+        return Err(AllocError::TooManyPages(pages.len()));
+    }
     let mut bad = Bad::new();
     let mut start = 0usize;
     let mut run_first = first;
@@ -440,6 +474,33 @@ pub fn find_phys_blocks_8k_into(pages: &[u64], sets: &mut PageSets) -> Result<()
 
 fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
     let n = pages.len();
+    if n > MAX_SEGMENT_PAGES {
+        return Err(AllocError::TooManyPages(n));
+    }
+    // The first pair picks the fast path worth trying: a contiguous one
+    // the single run, a broken one the all-singles walk.
+    match pages {
+        &[v0, v1, ..] if follows(v0, v1) => {
+            if is_one_run(pages, v0) {
+                return one_run_8k(sets, v0, pages);
+            }
+        }
+        _ => {
+            if let Some(r) = singles_8k(sets, pages) {
+                return r;
+            }
+            sets.clear();
+        }
+    }
+    walk_pairs_8k(sets, pages)
+}
+
+/// The general case of [`walk_8k`]: the driver's pair walk.
+#[inline(never)]
+fn walk_pairs_8k(sets: &mut PageSets, pages: &[u64]) -> Result<(), AllocError> {
+    let n = pages.len();
+    // Checked by the caller; repeated so the compiler knows the bound in
+    // this loop (every index below 64).
     if n > MAX_SEGMENT_PAGES {
         return Err(AllocError::TooManyPages(n));
     }
