@@ -115,9 +115,9 @@ fn check_pages(pages: &[u64]) -> Result<(), AllocError> {
     Ok(())
 }
 
-/// Remembers whether an invalid page (address 0, or low bits set) was
-/// seen, so the walks can validate without branching and look up the
-/// exact error only when something is wrong.
+/// Remembers whether an invalid page (address 0, or low bits set) may
+/// have been seen, so the walks validate without branching and look up the
+/// exact error only when something may be wrong.
 ///
 /// The walks only look at the first page of each contiguous run: every
 /// other page of a run is its predecessor + 4096, so it is aligned when the
@@ -125,10 +125,8 @@ fn check_pages(pages: &[u64]) -> Result<(), AllocError> {
 /// address space, which [`Bad::run`] also catches.
 #[derive(Clone, Copy)]
 struct Bad {
-    /// OR of every run's first address: low bits set = unaligned page.
-    bits: u64,
-    /// Lowest first address: 0 = a page at address 0.
-    min: u64,
+    /// The run-first pages, as a [`fast::Seen`].
+    seen: fast::Seen,
     /// A run that wraps past the top of the address space.
     wraps: bool,
 }
@@ -136,8 +134,7 @@ struct Bad {
 impl Bad {
     const fn new() -> Self {
         Self {
-            bits: 0,
-            min: u64::MAX,
+            seen: fast::Seen::new(),
             wraps: false,
         }
     }
@@ -145,8 +142,7 @@ impl Bad {
     /// Notes one page.
     #[inline(always)]
     fn page(&mut self, addr: u64) {
-        self.bits |= addr;
-        self.min = self.min.min(addr);
+        self.seen.page(addr);
     }
 
     /// Notes a run of `len` (>= 1) contiguous pages starting at `first`.
@@ -157,16 +153,15 @@ impl Bad {
         self.wraps |= first.checked_add(span).is_none();
     }
 
-    /// `Ok` if no bad page was seen, else the exact error.
+    /// `Ok` if no bad page was seen, else the exact error (`Ok` after all
+    /// for a false alarm, see [`fast::Seen`]).
     #[inline(always)]
     fn verdict(self, pages: &[u64]) -> Result<(), AllocError> {
-        if self.bits & PAGE_OFFSET_MASK == 0 && self.min != 0 && !self.wraps {
-            Ok(())
+        if self.wraps {
+            // A run that wraps holds a page 0, which this finds.
+            check_pages(pages)
         } else {
-            check_pages(pages)?;
-            // Unreachable: a run flagged here holds a page check_pages
-            // rejects.
-            Err(AllocError::PageRange)
+            self.seen.verdict(pages)
         }
     }
 }
@@ -371,7 +366,7 @@ fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
             }
         }
         _ => {
-            if let Some(r) = singles_4k(sets, pages, first, rest) {
+            if let Some(r) = singles_4k(sets, pages) {
                 return r;
             }
             sets.clear();

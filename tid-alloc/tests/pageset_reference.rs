@@ -228,3 +228,44 @@ fn benchmark_shapes_match_the_driver_model() {
         }
     }
 }
+
+/// The page checks' edge cases, where the cheap check can only raise a
+/// false alarm or must catch: pages below 4096, unaligned ones, a page 0
+/// after the top page (a wrapping run), and valid pages at and above 2^63,
+/// alone, scattered and in runs.
+#[test]
+fn page_check_edges_match_the_driver_model() {
+    let top = !(PAGE - 1);
+    let high = 1u64 << 63;
+    let cases: [&[u64]; 12] = [
+        &[5],
+        &[PAGE, 5],
+        &[0x800],
+        &[top],
+        &[top, 0],
+        &[top - PAGE, top],
+        &[high],
+        &[high, high + PAGE],
+        &[
+            high + PAGE,
+            high + 3 * PAGE,
+            high + 5 * PAGE,
+            high + 7 * PAGE,
+        ],
+        &[high - PAGE, high, high + PAGE, high + 2 * PAGE],
+        &[PAGE, 3 * PAGE, 5 * PAGE, 0, 9 * PAGE],
+        &[PAGE, 3 * PAGE, 5 * PAGE, 7 * PAGE, 9 * PAGE + 1],
+    ];
+    for pages in cases {
+        assert_eq!(
+            fast(pages, find_phys_blocks_4k),
+            model_4k(pages),
+            "4k {pages:x?}"
+        );
+        assert_eq!(
+            fast(pages, find_phys_blocks_8k),
+            model_8k(pages),
+            "8k {pages:x?}"
+        );
+    }
+}

@@ -5,9 +5,12 @@
 //! two neighbours contiguous (scattered pages), whose output is one set
 //! per page. Each gives exactly the general walk's output; a segment of
 //! neither shape costs the general walk one or two comparisons more.
+//!
+//! Also here: [`Seen`], the branch-free page check every walk uses, and
+//! the grouped pushes that let the compiler drop per-set capacity checks.
 
 use super::{AllocError, Bad, PAGE_BYTES, PAGE_SHIFT, PageSet, PageSets};
-use super::{emit_run, follows, pad_even, push, single};
+use super::{PAGE_OFFSET_MASK, check_pages, emit_run, follows, pad_even, push, single};
 
 /// True when `pages` (whose first address is `first`) are one contiguous
 /// run. The last page is compared first, so a list that is not one run
@@ -29,68 +32,144 @@ pub(super) fn is_one_run(pages: &[u64], first: u64) -> bool {
     diff == 0
 }
 
+/// Whether an invalid page (address 0, or low bits set) may be among the
+/// pages noted, at two ALU operations per page and no branch; the exact
+/// error is looked up only when one may be.
+///
+/// Each page `a` contributes `a - 4096` (wrapping) to an OR. For a valid
+/// page below 2^63 + 4096 that has its low 12 bits and its top bit clear;
+/// an unaligned page sets some of the low bits, a page 0 (or any below
+/// 4096) wraps and sets the top bit. A valid page at or above
+/// 2^63 + 4096 sets the top bit too: that false alarm only sends
+/// [`Seen::verdict`] to the exact check, which then finds nothing.
+#[derive(Clone, Copy)]
+pub(super) struct Seen(u64);
+
+impl Seen {
+    /// Bits of the OR that mean "look again": the page offset and the top.
+    const ALARM: u64 = PAGE_OFFSET_MASK | 1 << 63;
+
+    pub(super) const fn new() -> Self {
+        Self(0)
+    }
+
+    /// Notes one page.
+    #[inline(always)]
+    pub(super) fn page(&mut self, addr: u64) {
+        self.0 |= addr.wrapping_sub(PAGE_BYTES);
+    }
+
+    /// `Ok` if every page noted is valid, else the exact error (`Ok` after
+    /// all for a false alarm).
+    #[inline(always)]
+    pub(super) fn verdict(self, pages: &[u64]) -> Result<(), AllocError> {
+        if self.0 & Self::ALARM == 0 {
+            Ok(())
+        } else {
+            check_pages(pages)
+        }
+    }
+}
+
 /// The output of [`super::walk_4k`] for a segment in which no page follows its
 /// predecessor: every page a one-page set, then a filler if the count is
 /// odd. `None` as soon as a page does follow (the caller then empties
-/// `sets` and walks the runs): the loop compares, checks and stores, and
-/// nothing else.
+/// `sets` and walks the runs). Four pages per step: four comparisons,
+/// four checks, one capacity check and one length update for four sets.
 #[inline(never)]
-pub(super) fn singles_4k(
-    sets: &mut PageSets,
-    pages: &[u64],
-    first: u64,
-    rest: &[u64],
-) -> Option<Result<(), AllocError>> {
-    let mut bad = Bad::new();
-    let mut prev = first;
-    for (k, &addr) in rest.iter().enumerate() {
-        if follows(prev, addr) {
+pub(super) fn singles_4k(sets: &mut PageSets, pages: &[u64]) -> Option<Result<(), AllocError>> {
+    let mut seen = Seen::new();
+    // The page before the group; the first page for the first group (a
+    // page never follows itself).
+    let mut last = pages.first().copied().unwrap_or(0);
+    let mut quads = pages.chunks_exact(4);
+    for (q, quad) in quads.by_ref().enumerate() {
+        let &[a, b, c, d] = quad else {
+            break;
+        };
+        if follows(last, a) || follows(a, b) || follows(b, c) || follows(c, d) {
             return None;
         }
-        bad.page(prev);
-        if let Err(e) = push(sets, single(k, prev)) {
+        for v in [a, b, c, d] {
+            seen.page(v);
+        }
+        if let Err(e) = push_singles(sets, q.wrapping_mul(4), [a, b, c, d]) {
             return Some(Err(e));
         }
-        prev = addr;
+        last = d;
     }
-    bad.page(prev);
-    Some(
-        push(sets, single(rest.len(), prev))
-            .and_then(|()| bad.verdict(pages))
-            .and_then(|()| pad_even(sets)),
-    )
+    let base = pages.len() & !3;
+    for (j, &v) in quads.remainder().iter().enumerate() {
+        if follows(last, v) {
+            return None;
+        }
+        seen.page(v);
+        if let Err(e) = push(sets, single(base.wrapping_add(j), v)) {
+            return Some(Err(e));
+        }
+        last = v;
+    }
+    Some(seen.verdict(pages).and_then(|()| pad_even(sets)))
 }
 
 /// [`singles_4k`] for [`super::walk_8k`]: no pair contiguous means every page is
 /// a one-page set (the odd last page with a filler). `None` at the first
-/// contiguous pair.
+/// contiguous pair. Two pairs per step, as in [`singles_4k`].
 #[inline(never)]
 pub(super) fn singles_8k(sets: &mut PageSets, pages: &[u64]) -> Option<Result<(), AllocError>> {
-    let mut bad = Bad::new();
-    let mut pairs = pages.chunks_exact(2);
-    for (p, pair) in pairs.by_ref().enumerate() {
-        let &[v0, v1] = pair else {
+    let mut seen = Seen::new();
+    let mut quads = pages.chunks_exact(4);
+    for (q, quad) in quads.by_ref().enumerate() {
+        let &[a, b, c, d] = quad else {
             break;
         };
-        if follows(v0, v1) {
+        if follows(a, b) || follows(c, d) {
             return None;
         }
-        bad.page(v0);
-        bad.page(v1);
-        let k = p.wrapping_mul(2);
-        if let Err(e) = push(sets, single(k, v0)).and_then(|()| push(sets, single(k | 1, v1))) {
+        for v in [a, b, c, d] {
+            seen.page(v);
+        }
+        if let Err(e) = push_singles(sets, q.wrapping_mul(4), [a, b, c, d]) {
             return Some(Err(e));
         }
     }
-    if let &[v0] = pairs.remainder() {
-        bad.page(v0);
-        if let Err(e) = push(sets, single(pages.len().wrapping_sub(1), v0))
-            .and_then(|()| push(sets, PageSet::FILLER))
-        {
-            return Some(Err(e));
+    let base = pages.len() & !3;
+    let r = match *quads.remainder() {
+        [] => Ok(()),
+        [a] => push_singles(sets, base, [a]).and_then(|()| push(sets, PageSet::FILLER)),
+        [a, b] if !follows(a, b) => push_singles(sets, base, [a, b]),
+        [a, b, c] if !follows(a, b) => {
+            push_singles(sets, base, [a, b, c]).and_then(|()| push(sets, PageSet::FILLER))
         }
+        _ => return None,
+    };
+    for &v in quads.remainder() {
+        seen.page(v);
     }
-    Some(bad.verdict(pages))
+    Some(r.and_then(|()| seen.verdict(pages)))
+}
+
+/// Appends the one-page sets of pages `k..k + N` (at `addrs`) with one
+/// capacity check for all of them, written as a bound on the length (the
+/// form the pushes test), so the compiler drops the pushes' own checks and
+/// writes the length back once.
+///
+/// # Errors
+///
+/// [`AllocError::TooManyPageSets`] if the list has no room for `N` more.
+#[inline(always)]
+fn push_singles<const N: usize>(
+    sets: &mut PageSets,
+    k: usize,
+    addrs: [u64; N],
+) -> Result<(), AllocError> {
+    if sets.len() > sets.capacity().wrapping_sub(N) {
+        return Err(AllocError::TooManyPageSets);
+    }
+    for (j, addr) in addrs.into_iter().enumerate() {
+        push(sets, single(k.wrapping_add(j), addr))?;
+    }
+    Ok(())
 }
 
 /// [`super::walk_4k`] of a segment that is one contiguous run from `first`: only
