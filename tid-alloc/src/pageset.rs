@@ -307,6 +307,39 @@ pub fn flush_pages(
     Ok(next)
 }
 
+/// What a walk returns.
+type Walked = Result<(), AllocError>;
+/// A one-run fast path: sets, the first page, the pages.
+type OneRun = fn(&mut PageSets, u64, &[u64]) -> Walked;
+/// An all-singles fast path: `None` when the segment is not all singles.
+type Singles = fn(&mut PageSets, &[u64]) -> Option<Walked>;
+
+/// The fast path the first two pages point to (see [`fast`]): contiguous
+/// ones the single run, others the all-singles walk. `None` (and `sets`
+/// emptied) when it does not apply and the general walk must run.
+#[inline(always)]
+fn try_fast(
+    sets: &mut PageSets,
+    pages: &[u64],
+    one_run: OneRun,
+    singles: Singles,
+) -> Option<Walked> {
+    match *pages {
+        [v0, v1, ..] if follows(v0, v1) => {
+            if is_one_run(pages, v0) {
+                return Some(one_run(sets, v0, pages));
+            }
+        }
+        _ => {
+            if let Some(r) = singles(sets, pages) {
+                return Some(r);
+            }
+            sets.clear();
+        }
+    }
+    None
+}
+
 /// Page sets for a 4 KiB path MTU: every maximal run of contiguous pages
 /// is cut into power-of-two chunks (at most 512 pages each); one filler at
 /// the end makes the number of sets even. No pages, no sets.
@@ -357,20 +390,8 @@ fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
     let Some((&first, rest)) = pages.split_first() else {
         return Ok(());
     };
-    // The first two pages pick the fast path worth trying: contiguous ones
-    // the single run, others the all-singles walk.
-    match rest.first() {
-        Some(&second) if follows(first, second) => {
-            if is_one_run(pages, first) {
-                return one_run_4k(sets, first, pages);
-            }
-        }
-        _ => {
-            if let Some(r) = singles_4k(sets, pages) {
-                return r;
-            }
-            sets.clear();
-        }
+    if let Some(r) = try_fast(sets, pages, one_run_4k, singles_4k) {
+        return r;
     }
     walk_runs_4k(sets, pages, first, rest)
 }
@@ -472,20 +493,8 @@ fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
     if n > MAX_SEGMENT_PAGES {
         return Err(AllocError::TooManyPages(n));
     }
-    // The first pair picks the fast path worth trying: a contiguous one
-    // the single run, a broken one the all-singles walk.
-    match pages {
-        &[v0, v1, ..] if follows(v0, v1) => {
-            if is_one_run(pages, v0) {
-                return one_run_8k(sets, v0, pages);
-            }
-        }
-        _ => {
-            if let Some(r) = singles_8k(sets, pages) {
-                return r;
-            }
-            sets.clear();
-        }
+    if let Some(r) = try_fast(sets, pages, one_run_8k, singles_8k) {
+        return r;
     }
     walk_pairs_8k(sets, pages)
 }
