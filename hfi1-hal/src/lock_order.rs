@@ -2,55 +2,78 @@
 //! The driver's lock order, as types (SPEC §4).
 //!
 //! ```text
-//!            LockAfter            LockAfter
-//!  Unlocked ───────────▶ SLock ───────────▶ ExpLock
-//!  (entry point:         (one QP's          (the receive context's
-//!   work item, send       s_lock)            exp_lock: flows, TID
-//!   engine, test)                            groups, wait queues)
+//!  Unlocked ──▶ RLock ──▶ SLock ──▶ ExpLock
+//!  (work item,  (one QP's  (one QP's  (the receive context's
+//!   send engine, r_lock:    s_lock)    exp_lock: flows, TID
+//!   test)       receive               groups, wait queues)
+//!               path)
 //!
-//!  no edge SLock → SLock      : a path never holds two QPs' s_locks
-//!  no edge ExpLock → SLock    : nothing under exp_lock takes an s_lock
-//!  no edge Unlocked → ExpLock : exp_lock is taken with an s_lock held
+//!  transitive: Unlocked → SLock (the send engine), RLock → ExpLock, ...
+//!  no edge back: SLock → RLock, ExpLock → SLock, ExpLock → RLock
+//!  no edge to itself: two r_locks, two s_locks (never two QPs' locks)
 //! ```
 //!
 //! This follows Fuchsia netstack3's `lock-order` crate. A level is an
-//! uninhabited type; [`LockAfter<A>`] declares that a lock of this level may
-//! be taken while holding level `A`. A [`LockToken<L>`] is the proof that the
-//! current context holds level `L` (and nothing after it). Taking a
-//! [`Lock`] of level `M` needs `&mut LockToken<L>` with `M: LockAfter<L>`:
-//! the token is mutably borrowed for as long as the returned [`Guard`]
-//! lives, and the guard carries a `LockToken<M>` of its own. So the only
-//! token usable while a guard lives is the guard's, and the only locks it can
-//! open are the ones declared after that level.
+//! uninhabited type; [`LockAfter<A>`] says that a lock of this level may be
+//! taken while holding level `A`. Edges are declared with
+//! [`impl_lock_after!`](crate::impl_lock_after), which also makes the
+//! order transitive: `impl_lock_after!(A => B)` lets `B` follow `A` and
+//! everything `A` may follow. A cycle in the declarations is a compile
+//! error: it makes the blanket impl overlap the direct one (E0119).
+//!
+//! A [`LockToken<L>`] is the proof that the current context holds level `L`
+//! (and nothing after it). Taking a [`Lock`] of level `M` needs
+//! `&mut LockToken<L>` with `M: LockAfter<L>`: the token is mutably
+//! borrowed for as long as the returned [`Guard`] lives, and the guard
+//! carries a `LockToken<M>` of its own. So the only token usable while a
+//! guard lives is the guard's, and the only locks it can open are the ones
+//! declared after that level.
 //!
 //! The lock itself is [`Lock<L, R, T>`]: data `T` behind a platform spin lock
 //! `R` ([`RawSpinLock`], spin lock with interrupts-off semantics), the
 //! Rust-for-Linux `Lock<T, Backend>` shape. Its guard is `#[must_use]` and
 //! not `Send` (a spin lock is released by the CPU that took it).
 //!
+//! **A lock the caller already holds.** The driver enters the engine with
+//! the QP's `s_lock` held (`__must_hold(&qp->s_lock)`). For that,
+//! [`Lock::assume_held`] makes the guard over a lock the context took
+//! itself (Rust-for-Linux's `unsafe fn Guard::new` for locks that C took):
+//! it asserts through the backend that the lock is held
+//! ([`RawSpinLock::assert_held`]: `lockdep_assert_held` in the kernel, the
+//! runtime checker on the software platform) and does not release it on
+//! drop.
+//!
 //! The root token ([`LockToken::root`]) is made at an entry point that
-//! holds no lock. The types cannot stop a function from minting a second root
-//! while a guard lives; the software platform's runtime checker
-//! (`sim::lockdep`, lockdep's job in the kernel) catches that at run time,
-//! and every test runs with it.
+//! holds no lock of this order. The types cannot stop a function from
+//! minting a second root while a guard lives; the backend sees it when that
+//! root is used ([`RawSpinLock::before_lock`] gets the class of the token a
+//! lock is taken with), and the software platform's checker
+//! (`sim::lockdep`, lockdep's job in the kernel) reports it. Every test
+//! runs with that checker.
 //!
 //! # What does not compile
 //!
-//! The legal order builds:
+//! The legal order builds, through the receive path's `r_lock` or straight
+//! from the send engine's root:
 //!
 //! ```
-//! use hfi1_hal::lock_order::{ExpLock, Lock, LockToken, SLock};
+//! use hfi1_hal::lock_order::{ExpLock, Lock, LockToken, RLock, SLock};
 //! use hfi1_hal::sync::SpinLock;
 //!
+//! let r_lock: Lock<RLock, SpinLock, u32> = Lock::new(0);
 //! let s_lock: Lock<SLock, SpinLock, u32> = Lock::new(1);
 //! let exp_lock: Lock<ExpLock, SpinLock, u32> = Lock::new(2);
 //! let mut root = LockToken::root();
+//! {
+//!     let mut r = r_lock.lock(&mut root);
+//!     let mut s = s_lock.lock(r.token());
+//!     let (flags, s_token) = s.parts();
+//!     let mut exp = exp_lock.lock(s_token);
+//!     *exp += *flags;
+//! }
 //! let mut s = s_lock.lock(&mut root);
-//! let (flags, s_token) = s.parts();
-//! let mut exp = exp_lock.lock(s_token);
-//! *exp += *flags;
-//! drop(exp);
-//! drop(s);
+//! let exp = exp_lock.lock(s.token());
+//! assert_eq!(*exp, 3);
 //! ```
 //!
 //! Taking an s_lock while holding exp_lock:
@@ -66,6 +89,47 @@
 //! let mut a = qp_a.lock(&mut root);
 //! let mut exp = exp_lock.lock(a.token());
 //! let _b = qp_b.lock(exp.token()); // SLock is not LockAfter<ExpLock>
+//! ```
+//!
+//! Taking an r_lock while holding an s_lock:
+//!
+//! ```compile_fail,E0277
+//! use hfi1_hal::lock_order::{Lock, LockToken, RLock, SLock};
+//! use hfi1_hal::sync::SpinLock;
+//!
+//! let s_lock: Lock<SLock, SpinLock, u32> = Lock::new(0);
+//! let r_lock: Lock<RLock, SpinLock, u32> = Lock::new(0);
+//! let mut root = LockToken::root();
+//! let mut s = s_lock.lock(&mut root);
+//! let _r = r_lock.lock(s.token()); // RLock is not LockAfter<SLock>
+//! ```
+//!
+//! Taking an r_lock while holding exp_lock:
+//!
+//! ```compile_fail,E0277
+//! use hfi1_hal::lock_order::{ExpLock, Lock, LockToken, RLock, SLock};
+//! use hfi1_hal::sync::SpinLock;
+//!
+//! let s_lock: Lock<SLock, SpinLock, u32> = Lock::new(0);
+//! let exp_lock: Lock<ExpLock, SpinLock, u32> = Lock::new(0);
+//! let r_lock: Lock<RLock, SpinLock, u32> = Lock::new(0);
+//! let mut root = LockToken::root();
+//! let mut s = s_lock.lock(&mut root);
+//! let mut exp = exp_lock.lock(s.token());
+//! let _r = r_lock.lock(exp.token()); // RLock is not LockAfter<ExpLock>
+//! ```
+//!
+//! Holding two r_locks:
+//!
+//! ```compile_fail,E0277
+//! use hfi1_hal::lock_order::{Lock, LockToken, RLock};
+//! use hfi1_hal::sync::SpinLock;
+//!
+//! let qp_a: Lock<RLock, SpinLock, u32> = Lock::new(0);
+//! let qp_b: Lock<RLock, SpinLock, u32> = Lock::new(0);
+//! let mut root = LockToken::root();
+//! let mut a = qp_a.lock(&mut root);
+//! let _b = qp_b.lock(a.token()); // RLock is not LockAfter<RLock>
 //! ```
 //!
 //! Holding two s_locks, through the first one's token:
@@ -95,15 +159,19 @@
 //! drop((a, b));
 //! ```
 //!
-//! Taking exp_lock without an s_lock:
+//! A cycle in the declarations (here `C → A` closing `A → B → C`):
 //!
-//! ```compile_fail,E0277
-//! use hfi1_hal::lock_order::{ExpLock, Lock, LockToken};
-//! use hfi1_hal::sync::SpinLock;
+//! ```compile_fail,E0119
+//! use hfi1_hal::impl_lock_after;
+//! use hfi1_hal::lock_order::{LockAfter, Unlocked};
 //!
-//! let exp_lock: Lock<ExpLock, SpinLock, u32> = Lock::new(0);
-//! let mut root = LockToken::root();
-//! let _exp = exp_lock.lock(&mut root); // ExpLock is not LockAfter<Unlocked>
+//! enum A {}
+//! enum B {}
+//! enum C {}
+//! impl LockAfter<Unlocked> for A {}
+//! impl_lock_after!(A => B);
+//! impl_lock_after!(B => C);
+//! impl_lock_after!(C => A); // conflicting implementations of LockAfter<_> for A
 //! ```
 //!
 //! Reaching exp_lock-guarded state without its guard: a shared lock gives no
@@ -149,33 +217,121 @@
 //! std::thread::spawn(move || drop(g));
 //! ```
 
+use core::cell::UnsafeCell;
+use core::ffi::CStr;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
 
-/// A lock class: what lockdep calls a `lock_class_key`. Every lock of one
-/// level shares its class; `rank` orders the classes (a lock may be taken
-/// only while every held lock has a lower rank).
-#[derive(Debug, PartialEq, Eq)]
+/// Room for the kernel's `struct lock_class_key` (16 bytes with lockdep, 0
+/// without; the C glue checks `sizeof` against this at build time).
+pub const LOCK_CLASS_KEY_BYTES: usize = 16;
+
+/// A lockdep class key: static storage the kernel's lockdep identifies a
+/// lock class by. Kernel: `struct lock_class_key` (Rust-for-Linux's
+/// `LockClassKey`). Only its address is ever used, by C.
+#[repr(C, align(8))]
+pub struct LockClassKey(UnsafeCell<[u8; LOCK_CLASS_KEY_BYTES]>);
+
+// SAFETY: Rust never reads or writes the bytes; the kernel's lockdep, which
+// owns them once a lock of the class is initialised, synchronises its own
+// accesses (under its graph lock).
+unsafe impl Sync for LockClassKey {}
+
+// Rust never touches the bytes, so a panic cannot leave them half-written
+// as far as Rust is concerned.
+impl core::panic::RefUnwindSafe for LockClassKey {}
+
+impl LockClassKey {
+    /// A zeroed key, as a static `struct lock_class_key` starts.
+    pub const fn new() -> Self {
+        Self(UnsafeCell::new([0; LOCK_CLASS_KEY_BYTES]))
+    }
+
+    /// The key's address, for the kernel.
+    pub fn as_ptr(&self) -> *mut core::ffi::c_void {
+        self.0.get().cast()
+    }
+}
+
+impl Default for LockClassKey {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for LockClassKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LockClassKey")
+    }
+}
+
+/// A lock class: what lockdep calls a class (a name and a key). Every lock
+/// of one level shares its class; `rank` orders the classes for the
+/// software platform's checker (a lock may be taken only while every held
+/// lock has a lower rank).
+#[derive(Debug)]
 pub struct LockClass {
-    /// Name for reports.
-    pub name: &'static str,
+    /// Name for reports (lockdep prints it).
+    pub name: &'static CStr,
     /// Position in the order: higher is taken later.
     pub rank: u8,
+    /// The key a kernel lock of this class is initialised with.
+    pub key: LockClassKey,
+}
+
+impl PartialEq for LockClass {
+    fn eq(&self, other: &Self) -> bool {
+        core::ptr::eq(self, other)
+    }
+}
+
+impl Eq for LockClass {}
+
+impl LockClass {
+    /// The name as text.
+    pub fn name_str(&self) -> &'static str {
+        self.name.to_str().unwrap_or("?")
+    }
 }
 
 /// A lock level.
 pub trait LockLevel {
     /// The class every lock of this level belongs to.
-    const CLASS: &'static LockClass;
+    fn class() -> &'static LockClass;
 }
 
 /// `Self` may be locked while holding level `A`.
+///
+/// Declare edges with [`impl_lock_after!`](crate::impl_lock_after) (which
+/// adds the transitive ones and makes a cycle a compile error); the only
+/// direct impls are the edges from [`Unlocked`].
 pub trait LockAfter<A> {}
+
+/// `Self` may be held while taking level `B` (the reverse of
+/// [`LockAfter`], blanket-implemented from it; bounds read better with it).
+pub trait LockBefore<B> {}
+
+impl<B: LockAfter<A>, A> LockBefore<B> for A {}
+
+/// Declares `$B` lockable while holding `$A`, and while holding anything
+/// `$A` may be taken under (the order is transitive). Declaring a cycle
+/// does not compile: the second impl then overlaps the first.
+#[macro_export]
+macro_rules! impl_lock_after {
+    ($A:ty => $B:ty) => {
+        impl $crate::lock_order::LockAfter<$A> for $B {}
+        impl<X: $crate::lock_order::LockBefore<$A>> $crate::lock_order::LockAfter<X> for $B {}
+    };
+}
 
 /// The level of a context that holds no lock of this hierarchy.
 #[derive(Debug)]
 pub enum Unlocked {}
+
+/// A QP's `r_lock` (the receive path). Kernel: `qp->r_lock`.
+#[derive(Debug)]
+pub enum RLock {}
 
 /// A QP's `s_lock`. Kernel: `qp->s_lock`.
 #[derive(Debug)]
@@ -185,33 +341,71 @@ pub enum SLock {}
 #[derive(Debug)]
 pub enum ExpLock {}
 
+/// The checker's ranks, in the declared order.
+const RANK_UNLOCKED: u8 = 0;
+const RANK_R: u8 = 1;
+const RANK_S: u8 = 2;
+const RANK_EXP: u8 = 3;
+const _: () = assert!(RANK_UNLOCKED < RANK_R && RANK_R < RANK_S && RANK_S < RANK_EXP);
+
+/// The class of [`Unlocked`] (no lock is ever made with it).
+pub static UNLOCKED_CLASS: LockClass = LockClass {
+    name: c"hfi1_tid_unlocked",
+    rank: RANK_UNLOCKED,
+    key: LockClassKey::new(),
+};
+
+/// The class of every QP's `r_lock` the engine initialises.
+pub static R_LOCK_CLASS: LockClass = LockClass {
+    name: c"hfi1_tid_qp_r_lock",
+    rank: RANK_R,
+    key: LockClassKey::new(),
+};
+
+/// The class of every QP's `s_lock` the engine initialises.
+pub static S_LOCK_CLASS: LockClass = LockClass {
+    name: c"hfi1_tid_qp_s_lock",
+    rank: RANK_S,
+    key: LockClassKey::new(),
+};
+
+/// The class of every receive context's `exp_lock` the engine initialises.
+pub static EXP_LOCK_CLASS: LockClass = LockClass {
+    name: c"hfi1_tid_rcd_exp_lock",
+    rank: RANK_EXP,
+    key: LockClassKey::new(),
+};
+
 impl LockLevel for Unlocked {
-    const CLASS: &'static LockClass = &LockClass {
-        name: "unlocked",
-        rank: 0,
-    };
+    fn class() -> &'static LockClass {
+        &UNLOCKED_CLASS
+    }
+}
+
+impl LockLevel for RLock {
+    fn class() -> &'static LockClass {
+        &R_LOCK_CLASS
+    }
 }
 
 impl LockLevel for SLock {
-    const CLASS: &'static LockClass = &LockClass {
-        name: "qp->s_lock",
-        rank: 1,
-    };
+    fn class() -> &'static LockClass {
+        &S_LOCK_CLASS
+    }
 }
 
 impl LockLevel for ExpLock {
-    const CLASS: &'static LockClass = &LockClass {
-        name: "rcd->exp_lock",
-        rank: 2,
-    };
+    fn class() -> &'static LockClass {
+        &EXP_LOCK_CLASS
+    }
 }
 
-// The whole order. Deliberately absent: SLock after SLock, SLock after
-// ExpLock, ExpLock after Unlocked.
-impl LockAfter<Unlocked> for SLock {}
-impl LockAfter<SLock> for ExpLock {}
-
-const _: () = assert!(SLock::CLASS.rank < ExpLock::CLASS.rank);
+// The whole order. The root edge is written directly (nothing comes
+// before `Unlocked`); the rest through the macro, which adds
+// Unlocked → SLock, Unlocked → ExpLock and RLock → ExpLock.
+impl LockAfter<Unlocked> for RLock {}
+impl_lock_after!(RLock => SLock);
+impl_lock_after!(SLock => ExpLock);
 
 /// Proof that the current context holds level `L` and nothing after it.
 ///
@@ -233,14 +427,15 @@ impl<L> fmt::Debug for LockToken<'_, L> {
 }
 
 impl LockToken<'static, Unlocked> {
-    /// The token of a context that holds no lock: made once at an entry
-    /// point (a work item, the send engine's caller, a test thread).
+    /// The token of a context that holds no lock of this order: made once
+    /// at an entry point (a work item, the send engine's caller, a C entry
+    /// point about to assume the caller's `s_lock`, a test thread).
     ///
     /// Making a second root while a guard of the first lives defeats the
-    /// type check; the software platform's runtime checker reports it.
+    /// type check; the backend sees the root's class when the root is used
+    /// ([`RawSpinLock::before_lock`]), and the software platform's checker
+    /// reports it then.
     pub fn root() -> Self {
-        #[cfg(all(feature = "sim", feature = "std", not(loom)))]
-        crate::sim::lockdep::on_root();
         Self {
             _marker: PhantomData,
         }
@@ -250,10 +445,8 @@ impl LockToken<'static, Unlocked> {
 /// A platform spin lock with interrupts-off semantics.
 ///
 /// Kernel: `spinlock_t` with `spin_lock_irqsave()` /
-/// `spin_unlock_irqrestore()`. The methods take `&self`, so the lock may
-/// live in memory the C side owns (the kernel backend holds a pointer to a
-/// `spinlock_t` and calls the two functions through the C ABI, returning
-/// the saved flags as [`RawSpinLock::IrqFlags`]).
+/// `spin_unlock_irqrestore()` and `lockdep_assert_held()`. The methods take
+/// `&self`, so the lock may live in memory the C side owns.
 ///
 /// # Safety
 ///
@@ -277,12 +470,28 @@ pub unsafe trait RawSpinLock {
     /// The caller holds the lock (from a `lock_irqsave` on this object in
     /// this context) and passes that call's flags.
     unsafe fn unlock_irqrestore(&self, flags: Self::IrqFlags);
+
+    /// Checks that the calling context holds this lock, taken while it held
+    /// level `token` of the order (and nothing after it). Kernel:
+    /// `lockdep_assert_held()` (a warning, never a panic). Called by
+    /// [`Lock::assume_held`].
+    fn assert_held(&self, token: &'static LockClass);
+
+    /// Called by [`Lock::lock`] just before `lock_irqsave`, with the class
+    /// of the level the caller's token proves it holds. A checking backend
+    /// verifies the context really holds that much and no more (a second
+    /// root token used while a guard lives shows up here). The kernel's
+    /// lockdep checks the order inside `lock_irqsave`, so the default does
+    /// nothing.
+    fn before_lock(&self, token: &'static LockClass) {
+        let _ = token;
+    }
 }
 
-/// A backend that can make a fresh, unlocked lock of a class (the kernel's
-/// `spin_lock_init` with a lockdep key). Host and sim backends implement
-/// it; a backend whose lock lives in C memory builds its locks itself and
-/// uses [`Lock::with_raw`].
+/// A backend that can make a fresh, unlocked lock of a class by value (a
+/// lock that may move: the host and sim backends). A backend whose lock
+/// must not move after initialisation (the kernel's `spinlock_t`) builds
+/// its locks where they live and uses [`Lock::with_raw`].
 pub trait NewRawSpinLock: RawSpinLock {
     /// A new unlocked lock of `class`.
     fn new_with_class(class: &'static LockClass) -> Self;
@@ -313,9 +522,9 @@ impl<L, R, T: fmt::Debug> fmt::Debug for Lock<L, R, T> {
 
 impl<L: LockLevel, R: NewRawSpinLock, T> Lock<L, R, T> {
     /// A new unlocked lock of level `L` around `data`.
-    /// Kernel: `spin_lock_init()`.
+    /// Kernel: `spin_lock_init()` with the level's class.
     pub fn new(data: T) -> Self {
-        Self::with_raw(R::new_with_class(L::CLASS), data)
+        Self::with_raw(R::new_with_class(L::class()), data)
     }
 }
 
@@ -344,38 +553,65 @@ impl<L, R, T> Lock<L, R, T> {
         }
     }
 
-    /// The raw lock (for platform code and assertions).
+    /// The raw lock (for platform code, a caller that takes the lock the
+    /// way C does before [`Lock::assume_held`], and assertions).
     pub fn raw(&self) -> &R {
         &self.raw
     }
 }
 
-impl<L, R: RawSpinLock, T> Lock<L, R, T> {
+impl<L: LockLevel, R: RawSpinLock, T> Lock<L, R, T> {
     /// Takes the lock. Needs the caller's current token, of a level this
     /// lock may follow; that token stays borrowed until the guard is gone,
     /// and the guard carries the token of level `L`.
-    pub fn lock<'a, F>(&'a self, _token: &'a mut LockToken<'_, F>) -> Guard<'a, L, R, T>
+    pub fn lock<'a, F: LockLevel>(&'a self, _token: &'a mut LockToken<'_, F>) -> Guard<'a, L, R, T>
     where
         L: LockAfter<F>,
     {
+        self.raw.before_lock(F::class());
         let flags = self.raw.lock_irqsave();
-        Guard {
-            lock: self,
-            flags: Some(flags),
-            #[cfg(loom)]
-            ptr: self.data.get_mut(),
-            token: LockToken {
-                _marker: PhantomData,
-            },
-        }
+        Guard::make(self, Some(flags))
+    }
+
+    /// The guard over this lock when the calling context already holds it
+    /// (the driver calls the engine with `qp->s_lock` held). Asserts that
+    /// through the backend ([`RawSpinLock::assert_held`]); the guard does
+    /// not release the lock when dropped. Rust-for-Linux:
+    /// `unsafe fn Guard::new()` with `Backend::assert_is_held()`.
+    ///
+    /// The token works as for [`Lock::lock`]: it is the level the context
+    /// held when it took this lock (the root for a C caller that holds
+    /// nothing else of this order), lent for the guard's life.
+    ///
+    /// # Safety
+    ///
+    /// - The calling context holds this lock (took it with
+    ///   `lock_irqsave` on [`Lock::raw`], or the C caller took it), took it
+    ///   while holding no lock of this order beyond `token`'s level, and
+    ///   keeps holding it for all of `'a`.
+    /// - Nothing else reaches the lock's data during `'a`: the one who took
+    ///   the lock does not touch it while the guard lives, and no other
+    ///   guard over this lock exists.
+    pub unsafe fn assume_held<'a, F: LockLevel>(
+        &'a self,
+        _token: &'a mut LockToken<'_, F>,
+    ) -> Guard<'a, L, R, T>
+    where
+        L: LockAfter<F>,
+    {
+        self.raw.assert_held(F::class());
+        Guard::make(self, None)
     }
 }
 
 /// Proof that a [`Lock`] of level `L` is held, and access to its data.
-/// Releases the lock when dropped.
+/// Releases the lock when dropped, unless it was made over a lock the
+/// caller holds ([`Lock::assume_held`]).
 #[must_use = "dropping the guard releases the lock at once"]
 pub struct Guard<'a, L, R: RawSpinLock, T> {
     lock: &'a Lock<L, R, T>,
+    /// The flags to restore; `None` for a guard that does not own the
+    /// lock (the caller releases it).
     flags: Option<R::IrqFlags>,
     #[cfg(loom)]
     ptr: loom::cell::MutPtr<T>,
@@ -383,6 +619,19 @@ pub struct Guard<'a, L, R: RawSpinLock, T> {
 }
 
 impl<'a, L, R: RawSpinLock, T> Guard<'a, L, R, T> {
+    /// The guard of a lock this context holds now.
+    fn make(lock: &'a Lock<L, R, T>, flags: Option<R::IrqFlags>) -> Self {
+        Guard {
+            lock,
+            flags,
+            #[cfg(loom)]
+            ptr: lock.data.get_mut(),
+            token: LockToken {
+                _marker: PhantomData,
+            },
+        }
+    }
+
     /// The data and this level's token at once, so a caller can change the
     /// data and take the next lock in the order together (netstack3's
     /// `lock_and`).
@@ -406,6 +655,12 @@ impl<'a, L, R: RawSpinLock, T> Guard<'a, L, R, T> {
     /// This level's token (to take a lock that follows this one).
     pub fn token(&mut self) -> &mut LockToken<'a, L> {
         &mut self.token
+    }
+
+    /// True if dropping this guard releases the lock (it was taken by
+    /// [`Lock::lock`], not assumed held).
+    pub fn owns_lock(&self) -> bool {
+        self.flags.is_some()
     }
 }
 
@@ -461,7 +716,7 @@ mod tests {
         let mut root = LockToken::root();
         {
             let mut g = s.lock(&mut root);
-            assert!(s.raw().is_locked());
+            assert!(s.raw().is_locked() && g.owns_lock());
             let (v, t) = g.parts();
             let mut eg = e.lock(t);
             *eg += *v;
@@ -472,5 +727,28 @@ mod tests {
         let mut eg = e.lock(g.token());
         assert_eq!(*eg, 12);
         *eg = 0;
+    }
+
+    #[test]
+    fn an_assumed_guard_leaves_the_lock_to_its_owner() {
+        let s: Lock<SLock, SpinLock, u32> = Lock::new(5);
+        let e: Lock<ExpLock, SpinLock, u32> = Lock::new(7);
+        s.raw().lock_irqsave();
+        let mut root = LockToken::root();
+        {
+            // SAFETY: this thread took `s` just above and keeps it past the
+            // guard; nothing else touches its data meanwhile.
+            let mut g = unsafe { s.assume_held(&mut root) };
+            assert!(!g.owns_lock());
+            *g += 1;
+            let mut eg = e.lock(g.token());
+            *eg += 1;
+        }
+        assert!(s.raw().is_locked(), "the assumed guard must not unlock");
+        assert!(!e.raw().is_locked());
+        // SAFETY: taken above, in this context.
+        unsafe { s.raw().unlock_irqrestore(()) };
+        let g = s.lock(&mut root);
+        assert_eq!(*g, 6);
     }
 }

@@ -96,6 +96,12 @@ unsafe impl RawSpinLock for SpinLock {
     unsafe fn unlock_irqrestore(&self, _flags: ()) {
         self.locked.store(false, Ordering::Release);
     }
+
+    /// This lock does not know its holder: it can only check that someone
+    /// holds it (debug builds).
+    fn assert_held(&self, _token: &'static LockClass) {
+        debug_assert!(self.is_locked(), "lock assumed held but it is free");
+    }
 }
 
 impl NewRawSpinLock for SpinLock {

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 #
 # Builds hfi1.ko with TID RDMA functions routed to the Rust engine:
-#   1. builds and checks the Rust object (make -C kmod-glue check),
+#   1. builds and checks the Rust object without any simulator, harness or
+#      self-test code (make -C kmod-glue driver-object),
 #   2. extracts drivers/infiniband/hw/hfi1/ from Debian's linux-source-6.1
 #      tarball into the build directory (nothing of the kernel's source is
 #      kept in the repository),
@@ -10,7 +11,9 @@
 #      wrapper is there (spatch exits 0 even when a rule matched nothing),
 #   4. adds our Kbuild overlay, adapters, differential test and the Rust
 #      object, and builds the module against the kernel build tree, failing
-#      on any warning.
+#      on any warning,
+#   5. checks the finished module's symbol list: no simulator, harness or
+#      self-test symbol (check-object.sh --symbols-only).
 #
 # Environment: KDIR (default: the installed headers), HFI1_TID_BROKEN=1 (the
 # deliberately broken variant, in build/hfi1-broken), LINUX_SOURCE (the
@@ -32,7 +35,7 @@ ROUTED=(kern_flow_generation_next kern_reserve_flow tid_rdma_opfn_encode
 [ -r "$LINUX_SOURCE" ] || { echo "hfi1/build.sh: no $LINUX_SOURCE (apt-get install linux-source-6.1)" >&2; exit 1; }
 command -v spatch >/dev/null || { echo "hfi1/build.sh: no spatch (apt-get install coccinelle)" >&2; exit 1; }
 
-make -C "$glue" KDIR="$KDIR" check
+make -C "$glue" KDIR="$KDIR" driver-object
 
 # Extract and patch into a fresh directory, then copy into $OUT only what
 # changed, so a rebuild compiles only what it must.
@@ -63,7 +66,7 @@ cp "$here/Kbuild" "$here/hfi1_tid_route.c" "$here/hfi1_tid_route.h" "$here/hfi1_
    "$glue/include/hfi1_tid.h" "$src/"
 cp "$glue/kbuild/glue.c" "$src/hfi1_tid_glue.c"
 cp "$glue/kbuild/glue.h" "$src/glue.h"
-cp "$glue/build/hfi1_tid_rust.o" "$src/hfi1_tid_rust.bin"
+cp "$glue/build/hfi1_tid_rust_driver.o" "$src/hfi1_tid_rust.bin"
 mkdir -p "$OUT"
 for f in "$src"/*; do
     b=$(basename "$f")
@@ -77,4 +80,5 @@ if grep -Ei 'warning|error' "$OUT/build.log"; then
     echo "hfi1/build.sh: kbuild printed warnings" >&2
     exit 1
 fi
+bash "$glue/scripts/check-object.sh" --symbols-only "$OUT/hfi1.ko"
 echo "hfi1/build.sh: $OUT/hfi1.ko"

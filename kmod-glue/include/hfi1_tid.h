@@ -57,15 +57,19 @@ struct hfi1_tid_wt;
 /*
  * Kernel services, registered once (hfi1_tid_platform_register). Called
  * with spinlocks held and interrupts off, except do_send (no lock held).
- * spin_lock_init's class: 0 = receive context exp_lock, 1 = QP s_lock.
- * queue_trigger returns true if it queued the QP's trigger work (which
- * then owns the reference and hands it to hfi1_tid_trigger_resume), false
- * if that work was already pending.
+ * spin_lock_init initialises a spinlock_t where it stays, in the lock class
+ * of its level: name and static struct lock_class_key come from the engine
+ * (one per level: "hfi1_tid_qp_s_lock", "hfi1_tid_rcd_exp_lock", ...).
+ * lockdep_assert_held is lockdep_assert_held(lock). queue_trigger returns
+ * true if it queued the QP's trigger work (which then owns the reference
+ * and hands it to hfi1_tid_trigger_resume), false if that work was already
+ * pending.
  */
 struct hfi1_tid_platform_ops {
-	void (*spin_lock_init)(void *lock, u32 class);
+	void (*spin_lock_init)(void *lock, const char *name, void *key);
 	size_t (*spin_lock_irqsave)(void *lock);
 	void (*spin_unlock_irqrestore)(void *lock, size_t flags);
+	void (*lockdep_assert_held)(void *lock);
 	void (*qp_get)(void *qp);
 	void (*qp_put)(void *qp);
 	bool (*queue_trigger)(void *qp, u32 cpu);
@@ -76,8 +80,10 @@ struct hfi1_tid_platform_ops {
 	u32 (*random_u32)(void);
 };
 
-/* Bytes a spinlock_t may take when embedded in an engine object. */
+/* Bytes a spinlock_t the engine owns may take. */
 #define HFI1_TID_SPINLOCK_BYTES 128
+/* Bytes a struct lock_class_key may take (the engine's per-level keys). */
+#define HFI1_TID_LOCK_CLASS_KEY_BYTES 16
 
 struct hfi1_tid_ctx_params {
 	u32 ctxt;
@@ -121,18 +127,23 @@ struct hfi1_tid_read_result {
 /* --- Implemented in Rust ------------------------------------------------ */
 
 /*
- * Stateful engine (engine.rs, kplat.rs). Every function below takes the
- * QP's s_lock and then the context's exp_lock itself: call with neither
- * held. Returns 0 or a negative errno (-EAGAIN: queued, woken later).
+ * Stateful engine on its own objects (engine.rs, qp.rs, kplat.rs; Rust
+ * feature "engine", the self-test module only). As in the driver, the
+ * functions that work on a QP (setup/clear_hw_flow, exp_rcv_setup/clear/
+ * clear_all, flush_wait, free_flows) are called with that QP's s_lock
+ * held and take the context's exp_lock inside; qp_waiting and
+ * trigger_resume take the s_lock themselves; the rest need no lock.
+ * Returns 0 or a negative errno (-EAGAIN: queued, woken later).
  */
 int hfi1_tid_platform_register(const struct hfi1_tid_platform_ops *ops);
 int hfi1_tid_platform_unregister(void);
+int hfi1_tid_s_lock_init(void *lock);
 u64 hfi1_tid_live_objects(void);
 struct hfi1_tid_rcd *hfi1_tid_ctx_create(const struct hfi1_tid_ctx_params *p,
 					 const struct hfi1_tid_chip_ops *chip_ops,
 					 void *chip, void *dev);
 int hfi1_tid_ctx_destroy(struct hfi1_tid_rcd *rcd);
-int hfi1_tid_ctx_stats(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+int hfi1_tid_ctx_stats(const struct hfi1_tid_rcd *rcd,
 		       struct hfi1_tid_ctx_stats *out);
 struct hfi1_tid_qp *hfi1_tid_qp_create(void *cookie, u32 qpn, u32 slot, u32 cpu,
 				       void *s_lock);
@@ -142,6 +153,7 @@ int hfi1_tid_setup_hw_flow(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *q
 int hfi1_tid_clear_hw_flow(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp);
 struct hfi1_tid_req *hfi1_tid_req_create(u32 seg_len, u32 n_flows, u32 pmtu);
 int hfi1_tid_req_alloc_flows(struct hfi1_tid_req *req);
+int hfi1_tid_free_flows(struct hfi1_tid_qp *qp, struct hfi1_tid_req *req);
 int hfi1_tid_req_destroy(struct hfi1_tid_req *req);
 int hfi1_tid_exp_rcv_setup(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
 			   struct hfi1_tid_req *req,
@@ -154,9 +166,11 @@ int hfi1_tid_flush_wait(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp);
 int hfi1_tid_trigger_resume(struct hfi1_tid_qp *qp);
 
 /*
- * Test harness (waittest.rs): two counted resources (0 = flow, 1 =
- * RcvArray) acquired and released the way tid-flow does, on the real wait
- * queues and kernel platform. Same locking as above.
+ * Test harness (waittest.rs, Rust feature "selftest"): two counted
+ * resources (0 = flow, 1 = RcvArray) acquired and released the way
+ * tid-flow does, on the real wait queues and kernel platform. acquire,
+ * release and flush are called with the QP's s_lock held; the rest with
+ * no lock held.
  */
 struct hfi1_tid_wt *hfi1_tid_wt_create(u32 slots, u32 flows, u32 rarr);
 int hfi1_tid_wt_destroy(struct hfi1_tid_wt *wt);
@@ -165,11 +179,10 @@ int hfi1_tid_wt_acquire(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp,
 int hfi1_tid_wt_release(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp,
 			u32 k);
 int hfi1_tid_wt_flush(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp);
-u64 hfi1_tid_wt_stats(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp,
-		      u32 k);
+u64 hfi1_tid_wt_stats(const struct hfi1_tid_wt *wt, u32 k);
 
 /*
- * Test harness (readtest.rs, Rust features "engine" and "sim"): TID RDMA
+ * Test harness (readtest.rs, Rust feature "selftest"): TID RDMA
  * READs between requester and responder engines on kernel locks and
  * memory, the requester's data placed by a software chip. Needs the
  * registered platform; call with no lock held.

@@ -20,8 +20,13 @@
  * counted flow and RcvArray tokens taken and given back the way tid-flow
  * takes flows and TIDs, on the real qp-wait code), then the real receive
  * context (hfi1_tid_ctx_*, hfi1_tid_setup_hw_flow, hfi1_tid_exp_rcv_*,
- * ...; left out only with ENGINE=0). Each round of a QP is a new request,
- * as each work request is in the driver.
+ * ...). Each round of a QP is a new request, as each work request is in
+ * the driver.
+ *
+ * As in the driver, the send engine calls every QP entry point with the
+ * QP's s_lock held (the be_* wrappers take it); the engine asserts that
+ * with lockdep_assert_held and takes the context's exp_lock inside, so
+ * lockdep records s_lock -> exp_lock from these calls.
  */
 #include <linux/kernel.h>
 #include <linux/slab.h>
@@ -89,27 +94,6 @@ static atomic_long_t wakeups_queued = ATOMIC_LONG_INIT(0);
 static atomic_long_t wakeups_pending = ATOMIC_LONG_INIT(0);
 
 /* ---- platform callbacks ---- */
-
-static void p_spin_lock_init(void *lock, u32 class)
-{
-	if (class == 0)
-		hfi1_tid_init_exp_lock(lock);
-	else
-		hfi1_tid_init_s_lock(lock);
-}
-
-static size_t p_spin_lock_irqsave(void *lock)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave((spinlock_t *)lock, flags);
-	return flags;
-}
-
-static void p_spin_unlock_irqrestore(void *lock, size_t flags)
-{
-	spin_unlock_irqrestore((spinlock_t *)lock, flags);
-}
 
 static void p_qp_get(void *cookie)
 {
@@ -179,9 +163,10 @@ static u32 p_random_u32(void)
 }
 
 static const struct hfi1_tid_platform_ops platform_ops = {
-	.spin_lock_init = p_spin_lock_init,
-	.spin_lock_irqsave = p_spin_lock_irqsave,
-	.spin_unlock_irqrestore = p_spin_unlock_irqrestore,
+	.spin_lock_init = hfi1_tid_spin_lock_init,
+	.spin_lock_irqsave = hfi1_tid_spin_lock_irqsave,
+	.spin_unlock_irqrestore = hfi1_tid_spin_unlock_irqrestore,
+	.lockdep_assert_held = hfi1_tid_lockdep_assert_held,
 	.qp_get = p_qp_get,
 	.qp_put = p_qp_put,
 	.queue_trigger = p_queue_trigger,
@@ -192,7 +177,6 @@ static const struct hfi1_tid_platform_ops platform_ops = {
 	.random_u32 = p_random_u32,
 };
 
-#ifdef HFI1_TID_ENGINE_TEST
 /* The chip: a register file, written under exp_lock. */
 static void c_put_tid(void *chip, u32 rcventry, u32 ty, u64 pa, u32 order)
 {
@@ -230,7 +214,6 @@ static const struct hfi1_tid_chip_ops chip_ops = {
 	.write_flow = c_write_flow,
 	.read_flow = c_read_flow,
 };
-#endif
 
 
 /* ---- backend: the real context or the wait-queue harness ---- */
@@ -241,51 +224,73 @@ struct be_stats {
 	bool tid_waits_known;
 };
 
+/* The QP entry points, each called with the QP's s_lock held. */
 static int be_acquire_flow(struct etest *t, struct tqp *q)
 {
-#ifdef HFI1_TID_ENGINE_TEST
+	unsigned long flags;
+	int r;
+
+	spin_lock_irqsave(&q->s_lock, flags);
 	if (t->engine)
-		return hfi1_tid_setup_hw_flow(t->rcd, q->h);
-#endif
-	return hfi1_tid_wt_acquire(t->wt, q->h, 0);
+		r = hfi1_tid_setup_hw_flow(t->rcd, q->h);
+	else
+		r = hfi1_tid_wt_acquire(t->wt, q->h, 0);
+	spin_unlock_irqrestore(&q->s_lock, flags);
+	return r;
 }
 
 static void be_release_flow(struct etest *t, struct tqp *q)
 {
-#ifdef HFI1_TID_ENGINE_TEST
-	if (t->engine) {
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->s_lock, flags);
+	if (t->engine)
 		hfi1_tid_clear_hw_flow(t->rcd, q->h);
-		return;
-	}
-#endif
-	hfi1_tid_wt_release(t->wt, q->h, 0);
+	else
+		hfi1_tid_wt_release(t->wt, q->h, 0);
+	spin_unlock_irqrestore(&q->s_lock, flags);
 }
 
 static int be_acquire_seg(struct etest *t, struct tqp *q)
 {
-#ifdef HFI1_TID_ENGINE_TEST
+	unsigned long flags;
+	int r;
+
+	spin_lock_irqsave(&q->s_lock, flags);
 	if (t->engine)
-		return hfi1_tid_exp_rcv_setup(t->rcd, q->h, q->req, t->sges, SEG_PAGES);
-#endif
-	return hfi1_tid_wt_acquire(t->wt, q->h, 1);
+		r = hfi1_tid_exp_rcv_setup(t->rcd, q->h, q->req, t->sges, SEG_PAGES);
+	else
+		r = hfi1_tid_wt_acquire(t->wt, q->h, 1);
+	spin_unlock_irqrestore(&q->s_lock, flags);
+	return r;
 }
 
 static int be_release_seg(struct etest *t, struct tqp *q)
 {
-#ifdef HFI1_TID_ENGINE_TEST
+	unsigned long flags;
+	int r;
+
+	spin_lock_irqsave(&q->s_lock, flags);
 	if (t->engine)
-		return hfi1_tid_exp_rcv_clear(t->rcd, q->h, q->req);
-#endif
-	return hfi1_tid_wt_release(t->wt, q->h, 1);
+		r = hfi1_tid_exp_rcv_clear(t->rcd, q->h, q->req);
+	else
+		r = hfi1_tid_wt_release(t->wt, q->h, 1);
+	spin_unlock_irqrestore(&q->s_lock, flags);
+	return r;
 }
 
 static int be_flush(struct etest *t, struct tqp *q)
 {
-#ifdef HFI1_TID_ENGINE_TEST
+	unsigned long flags;
+	int r;
+
+	spin_lock_irqsave(&q->s_lock, flags);
 	if (t->engine)
-		return hfi1_tid_flush_wait(t->rcd, q->h);
-#endif
-	return hfi1_tid_wt_flush(t->wt, q->h);
+		r = hfi1_tid_flush_wait(t->rcd, q->h);
+	else
+		r = hfi1_tid_wt_flush(t->wt, q->h);
+	spin_unlock_irqrestore(&q->s_lock, flags);
+	return r;
 }
 
 static bool be_stats(struct etest *t, struct be_stats *out)
@@ -293,13 +298,10 @@ static bool be_stats(struct etest *t, struct be_stats *out)
 	u64 f, r;
 
 	memset(out, 0, sizeof(*out));
-	if (!t->qps[0])
-		return false;
-#ifdef HFI1_TID_ENGINE_TEST
 	if (t->engine) {
 		struct hfi1_tid_ctx_stats s;
 
-		if (hfi1_tid_ctx_stats(t->rcd, t->qps[0]->h, &s))
+		if (hfi1_tid_ctx_stats(t->rcd, &s))
 			return false;
 		out->flows_used = s.flows_used;
 		out->flow_waiters = s.flow_waiters;
@@ -309,9 +311,8 @@ static bool be_stats(struct etest *t, struct be_stats *out)
 		out->tid_waits_known = true;
 		return true;
 	}
-#endif
-	f = hfi1_tid_wt_stats(t->wt, t->qps[0]->h, 0);
-	r = hfi1_tid_wt_stats(t->wt, t->qps[0]->h, 1);
+	f = hfi1_tid_wt_stats(t->wt, 0);
+	r = hfi1_tid_wt_stats(t->wt, 1);
 	if (f == U64_MAX || r == U64_MAX)
 		return false;
 	out->flows_used = NFLOWS - (u32)(f >> 32);
@@ -324,7 +325,6 @@ static bool be_stats(struct etest *t, struct be_stats *out)
 
 /* ---- the QPs' send engine: a state machine on the workqueue ---- */
 
-#ifdef HFI1_TID_ENGINE_TEST
 /* A request as the driver makes one per work request: one 16-page segment. */
 static struct hfi1_tid_req *tqp_new_req(void)
 {
@@ -336,7 +336,6 @@ static struct hfi1_tid_req *tqp_new_req(void)
 	}
 	return req;
 }
-#endif
 
 /*
  * The next round is a new work request: a fresh request whose walk starts
@@ -345,7 +344,6 @@ static struct hfi1_tid_req *tqp_new_req(void)
  */
 static int tqp_next_request(struct tqp *q)
 {
-#ifdef HFI1_TID_ENGINE_TEST
 	if (q->t->engine) {
 		int r = hfi1_tid_req_destroy(q->req);
 
@@ -356,7 +354,6 @@ static int tqp_next_request(struct tqp *q)
 		if (!q->req)
 			return -ENOMEM;
 	}
-#endif
 	return 0;
 }
 
@@ -432,7 +429,11 @@ static struct tqp *tqp_new(struct etest *t, unsigned int id, enum tqp_mode mode)
 
 	if (!q)
 		return NULL;
-	hfi1_tid_init_s_lock(&q->s_lock);
+	spin_lock_init(&q->s_lock);
+	if (hfi1_tid_s_lock_init(&q->s_lock)) {
+		kfree(q);
+		return NULL;
+	}
 	atomic_set(&q->refs, 1);
 	INIT_WORK(&q->trigger_work, tqp_trigger);
 	INIT_DELAYED_WORK(&q->send_work, tqp_send);
@@ -445,7 +446,6 @@ static struct tqp *tqp_new(struct etest *t, unsigned int id, enum tqp_mode mode)
 		kfree(q);
 		return NULL;
 	}
-#ifdef HFI1_TID_ENGINE_TEST
 	if (t->engine) {
 		q->req = tqp_new_req();
 		if (!q->req) {
@@ -454,7 +454,6 @@ static struct tqp *tqp_new(struct etest *t, unsigned int id, enum tqp_mode mode)
 			return NULL;
 		}
 	}
-#endif
 	return q;
 }
 
@@ -467,12 +466,14 @@ static bool tqp_free(struct tqp *q)
 		return true;
 	cancel_delayed_work_sync(&q->send_work);
 	cancel_work_sync(&q->trigger_work);
-#ifdef HFI1_TID_ENGINE_TEST
 	if (q->req) {
+		unsigned long flags;
+
+		spin_lock_irqsave(&q->s_lock, flags);
 		hfi1_tid_exp_rcv_clear_all(q->t->rcd, q->h, q->req);
+		spin_unlock_irqrestore(&q->s_lock, flags);
 		hfi1_tid_req_destroy(q->req);
 	}
-#endif
 	last = atomic_read(&q->refs) == 1;
 	if (!last)
 		return false;	/* still referenced: leak it rather than free it */
@@ -489,7 +490,6 @@ static int etest_setup(struct etest *t, int nqps, enum tqp_mode mode, bool engin
 	t->engine = engine;
 	t->wq = alloc_workqueue("hfi1_tid_test", WQ_MEM_RECLAIM, 0);
 	init_completion(&t->all_done);
-#ifdef HFI1_TID_ENGINE_TEST
 	if (engine) {
 		struct hfi1_tid_ctx_params p = {
 			.ctxt = 1, .expected_base = 64, .ngroups = NGROUPS,
@@ -500,7 +500,6 @@ static int etest_setup(struct etest *t, int nqps, enum tqp_mode mode, bool engin
 		if (!t->rcd)
 			return -ENOMEM;
 	}
-#endif
 	if (!engine) {
 		t->wt = hfi1_tid_wt_create(NQPS, NFLOWS, 2);
 		if (!t->wt)
@@ -543,10 +542,8 @@ static void etest_teardown(struct etest *t, struct hfi1_tid_test_result *res)
 			res->qps_still_referenced++;
 		t->qps[i] = NULL;
 	}
-#ifdef HFI1_TID_ENGINE_TEST
 	if (t->rcd && hfi1_tid_ctx_destroy(t->rcd))
 		res->ctx_busy++;
-#endif
 	if (t->wt && hfi1_tid_wt_destroy(t->wt))
 		res->ctx_busy++;
 	for (i = 0; i < SEG_PAGES; i++)
@@ -675,7 +672,6 @@ out:
 	kfree(t);
 }
 
-#ifdef HFI1_TID_ENGINE_TEST
 /*
  * Phase 3 ("read"): TID RDMA READs between the requester and responder
  * engines (readtest.rs): kernel spinlocks and kmalloc, the requester's
@@ -699,13 +695,11 @@ static void phase_read(struct hfi1_tid_test_result *res)
 		r.mismatched_bytes, r.segments, r.tid_waits, r.to_responder,
 		r.to_requester, r.steps, r.left_over);
 }
-#endif
 
 void hfi1_tid_engine_test(struct hfi1_tid_test_result *res)
 {
 	int r = hfi1_tid_platform_register(&platform_ops);
 
-	BUILD_BUG_ON(sizeof(spinlock_t) > HFI1_TID_SPINLOCK_BYTES);
 	HFI1_TID_CHECK(res, r == 0);
 	if (r)
 		return;
@@ -713,11 +707,9 @@ void hfi1_tid_engine_test(struct hfi1_tid_test_result *res)
 	HFI1_TID_CHECK(res, hfi1_tid_platform_register(&platform_ops) == -EBUSY);
 	phase_exhaustion(res, false);
 	phase_flush(res, false);
-#ifdef HFI1_TID_ENGINE_TEST
 	phase_exhaustion(res, true);
 	phase_flush(res, true);
 	phase_read(res);
-#endif
 	HFI1_TID_CHECK(res, atomic_long_read(&extra_refs) == 0);
 	HFI1_TID_CHECK(res, atomic_long_read(&dma_live) == 0);
 	res->objects_left = hfi1_tid_live_objects();

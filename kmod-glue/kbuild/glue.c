@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 /*
  * Kernel platform for the Rust engine: the allocator and panic entry points
- * the Rust object imports, and the named lock classes.
+ * the Rust object imports, and the spinlock primitives of the platform
+ * table (the lock classes, one named static key per level, are the
+ * engine's: it passes name and key to hfi1_tid_spin_lock_init).
  */
 #include <linux/kernel.h>
 #include <linux/slab.h>
@@ -83,17 +85,28 @@ void hfi1_tid_fail_next_allocs(int n)
 	atomic_set(&fail_next, n);
 }
 
-static struct lock_class_key exp_lock_key;
-static struct lock_class_key s_lock_key;
-
-void hfi1_tid_init_exp_lock(spinlock_t *lock)
+void hfi1_tid_spin_lock_init(void *lock, const char *name, void *key)
 {
-	spin_lock_init(lock);
-	lockdep_set_class_and_name(lock, &exp_lock_key, "hfi1_tid_rcd_exp_lock");
+	BUILD_BUG_ON(sizeof(spinlock_t) > HFI1_TID_SPINLOCK_BYTES);
+	BUILD_BUG_ON(sizeof(struct lock_class_key) > HFI1_TID_LOCK_CLASS_KEY_BYTES);
+	spin_lock_init((spinlock_t *)lock);
+	lockdep_set_class_and_name((spinlock_t *)lock, (struct lock_class_key *)key, name);
 }
 
-void hfi1_tid_init_s_lock(spinlock_t *lock)
+size_t hfi1_tid_spin_lock_irqsave(void *lock)
 {
-	spin_lock_init(lock);
-	lockdep_set_class_and_name(lock, &s_lock_key, "hfi1_tid_qp_s_lock");
+	unsigned long flags;
+
+	spin_lock_irqsave((spinlock_t *)lock, flags);
+	return flags;
+}
+
+void hfi1_tid_spin_unlock_irqrestore(void *lock, size_t flags)
+{
+	spin_unlock_irqrestore((spinlock_t *)lock, flags);
+}
+
+void hfi1_tid_lockdep_assert_held(void *lock)
+{
+	lockdep_assert_held((spinlock_t *)lock);
 }

@@ -22,12 +22,16 @@ void hfi1_tid_alloc_stats(struct hfi1_tid_alloc_stats *s);
 void hfi1_tid_fail_next_allocs(int n);
 
 /*
- * Lock classes with names lockdep prints: the receive context's expected
- * lock (exp_lock) and the QP's send lock (s_lock). The order is always
- * s_lock, then exp_lock.
+ * The spinlock members of struct hfi1_tid_platform_ops: spin_lock_init
+ * with the class (name and static key) the engine passes for the lock's
+ * level, spin_lock_irqsave, spin_unlock_irqrestore, lockdep_assert_held.
+ * A C-owned lock of the engine's order (a QP's s_lock) is initialised with
+ * hfi1_tid_s_lock_init() once the table is registered.
  */
-void hfi1_tid_init_exp_lock(spinlock_t *lock);
-void hfi1_tid_init_s_lock(spinlock_t *lock);
+void hfi1_tid_spin_lock_init(void *lock, const char *name, void *key);
+size_t hfi1_tid_spin_lock_irqsave(void *lock);
+void hfi1_tid_spin_unlock_irqrestore(void *lock, size_t flags);
+void hfi1_tid_lockdep_assert_held(void *lock);
 
 #ifdef HFI1_TID_LOCKDEP_DEMO
 /* Provided by lockdep_demo.c in the LOCKDEP_DEMO=1 variant. */

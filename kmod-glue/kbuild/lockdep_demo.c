@@ -2,11 +2,11 @@
 /*
  * LOCKDEP_DEMO=1 variant only: hands lockdep a real lock-order inversion.
  *
- * Registers a kernel platform whose spinlock callbacks are the kernel's
- * spin_lock_init (with the module's named lock classes from glue.c),
- * spin_lock_irqsave and spin_unlock_irqrestore, the same as the engine's
- * platform; the other services are never used here and refuse or do
- * nothing. The Rust side (feature "lockdep-demo", src/lockdep_demo.rs)
+ * Registers a kernel platform whose spinlock callbacks are glue.c's (the
+ * same as the engine's platform: spin_lock_init with the class name and
+ * key the engine passes for each level, spin_lock_irqsave,
+ * spin_unlock_irqrestore, lockdep_assert_held); the other services are
+ * never used here and refuse or do nothing. The Rust side (feature "lockdep-demo", src/lockdep_demo.rs)
  * makes an exp_lock and an s_lock of that platform, takes them in the
  * driver's order through its lock types, then exp_lock before s_lock
  * through an unsafe hook below those types. A lockdep kernel must print a
@@ -20,27 +20,6 @@
 
 #include "hfi1_tid.h"
 #include "glue.h"
-
-static void demo_spin_lock_init(void *lock, u32 class)
-{
-	if (class == 0)
-		hfi1_tid_init_exp_lock(lock);
-	else
-		hfi1_tid_init_s_lock(lock);
-}
-
-static size_t demo_spin_lock_irqsave(void *lock)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave((spinlock_t *)lock, flags);
-	return flags;
-}
-
-static void demo_spin_unlock_irqrestore(void *lock, size_t flags)
-{
-	spin_unlock_irqrestore((spinlock_t *)lock, flags);
-}
 
 static void demo_qp_nop(void *qp)
 {
@@ -66,9 +45,10 @@ static u32 demo_random_u32(void)
 }
 
 static const struct hfi1_tid_platform_ops demo_platform = {
-	.spin_lock_init = demo_spin_lock_init,
-	.spin_lock_irqsave = demo_spin_lock_irqsave,
-	.spin_unlock_irqrestore = demo_spin_unlock_irqrestore,
+	.spin_lock_init = hfi1_tid_spin_lock_init,
+	.spin_lock_irqsave = hfi1_tid_spin_lock_irqsave,
+	.spin_unlock_irqrestore = hfi1_tid_spin_unlock_irqrestore,
+	.lockdep_assert_held = hfi1_tid_lockdep_assert_held,
 	.qp_get = demo_qp_nop,
 	.qp_put = demo_qp_nop,
 	.queue_trigger = demo_queue_trigger,

@@ -152,7 +152,7 @@ static void test_flows_disable_regfile(void)
 	CHECK(c);
 	if (!c)
 		return;
-	hfi1_tid_init_exp_lock(&c->exp_lock);
+	spin_lock_init(&c->exp_lock);
 	for (i = 0; i < NFLOWS; i++)
 		c->flow[i] = rnd();
 
@@ -183,7 +183,7 @@ static void test_sim_chips(void)
 	void *a, *b;
 	unsigned int i, wrong = 0;
 
-	hfi1_tid_init_exp_lock(&lock);
+	spin_lock_init(&lock);
 	hfi1_tid_alloc_stats(&before);
 	a = hfi1_tid_sim_create(0, 2048);	/* process context: GFP_KERNEL */
 	spin_lock_irqsave(&lock, flags);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 #
-# check-object.sh <rust object> <kernel build tree>
+# check-object.sh [--no-test-code] <rust object> <kernel build tree>
+# check-object.sh --symbols-only <module.ko>
 # Refuses a Rust object the module loader or the kernel would not accept:
 #  - relocations other than R_X86_64_{64,32S,PC32,PLT32} (a GOT relocation
 #    passes kbuild and modpost and only fails at insmod),
@@ -11,9 +12,49 @@
 #  - a stack frame above FRAME_LIMIT bytes (default 4096) or a stack probe
 #    loop (kernel stacks are 16 KiB; the kernel's C gets a warning at 2048),
 #  - any objtool complaint with the flags kbuild uses for module objects.
+# With --no-test-code (the rebuilt hfi1.ko's object) it also refuses any
+# symbol of the simulator, the test harnesses or the self-test ABI;
+# --symbols-only runs that check alone, on a finished module's symbol list.
 set -euo pipefail
+
+# Symbols that must never be in hfi1.ko: the software chip (hfi1_hal::sim,
+# tid-read-proto's sim_chip), the harnesses (readtest, waittest), the
+# lockdep demo, and the C entry points
+# of the engine's own objects the self-test drives (engine.rs, qp.rs,
+# kplat.rs). Exported names, then the legacy-mangled paths of local ones.
+TEST_EXPORTS='^hfi1_tid_(sim_|wt_|read_test|lockdep_demo|ctx_|qp_|req_|platform_|live_objects|s_lock_init|setup_hw_flow|clear_hw_flow|exp_rcv_|flush_wait|free_flows|trigger_resume)'
+TEST_PATHS='8hfi1_hal3sim|9kmod_glue(8readtest|8waittest|6engine|2qp|5kplat|12lockdep_demo)|8sim_chip'
+
+# no_test_code <file>: 1 if its symbol table names test code.
+no_test_code() {
+    local bad
+    bad=$( { nm "$1" 2>/dev/null || true; } | awk '{print $NF}' |
+        grep -E "$TEST_EXPORTS|$TEST_PATHS" | sort -u | head -20 || true)
+    if [ -n "$bad" ]; then
+        echo "check-object: $(basename "$1") holds simulator or test code:" >&2
+        echo "$bad" >&2
+        return 1
+    fi
+    echo "check-object: $(basename "$1"): no simulator, harness or self-test symbol"
+}
+
+no_test=0
+case "${1:-}" in
+--symbols-only)
+    no_test_code "$2"
+    exit $?
+    ;;
+--no-test-code)
+    no_test=1
+    shift
+    ;;
+esac
 obj=$1 kdir=$2
 fail=0
+
+if [ "$no_test" = 1 ]; then
+    no_test_code "$obj" || fail=1
+fi
 
 bad_rel=$(readelf -rW "$obj" | awk '/^ *[0-9a-f]+ +[0-9a-f]+ R_X86_64_/ {print $3}' |
     sort -u | grep -Ev '^R_X86_64_(64|32S|PC32|PLT32)$' || true)

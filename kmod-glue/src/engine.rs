@@ -1,27 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The stateful engine's C entry points: receive contexts, QPs, requests,
-//! hardware flows, segment setup and teardown, the wait-queue flush and
-//! the trigger work (issue 6).
+//! The stateful engine's C entry points for objects the engine owns:
+//! receive contexts, QPs, requests, hardware flows, segment setup and
+//! teardown, the wait-queue flush (the trigger work is in `qp.rs`). The
+//! self-test module drives the engine through them.
 //!
 //! Handles are opaque: `struct hfi1_tid_rcd`, `struct hfi1_tid_qp` and
 //! `struct hfi1_tid_req` in the header are never defined in C.
 //!
 //! # Locking
 //!
-//! These entry points take the QP's `s_lock` themselves and then, where
-//! needed, the context's `exp_lock` (always in that order), so the caller
-//! holds **neither** lock. That is where this interface differs from the
-//! driver's functions, whose callers already hold `s_lock`: the engine
-//! keeps the `s_lock`-guarded state (flags, flow state, requests) behind
-//! its own lock type, and reaching it needs the guard this crate takes.
-//! The README explains what this means for wiring the driver to it.
+//! As in the driver, every entry point that works on a QP's state
+//! (`hfi1_tid_setup_hw_flow`, `hfi1_tid_clear_hw_flow`,
+//! `hfi1_tid_exp_rcv_setup`, `hfi1_tid_exp_rcv_clear`,
+//! `hfi1_tid_exp_rcv_clear_all`, `hfi1_tid_flush_wait`,
+//! `hfi1_tid_free_flows`) is called with that QP's `s_lock` **held**
+//! (`__must_hold(&qp->s_lock)`); it reaches the QP's state through a guard
+//! made over the held lock (`qp::with_held_s_lock`, which asserts it with
+//! `lockdep_assert_held`) and takes the context's `exp_lock` inside.
+//! Context creation, destruction and statistics, and request creation,
+//! allocation and destruction, are called with no lock held.
 
 use core::ffi::c_void;
-use core::sync::atomic::Ordering;
 
+use alloc::boxed::Box;
 use arrayvec::ArrayVec;
 use hfi1_hal::consts::TID_GROUP_SIZE;
-use hfi1_hal::lock_order::LockToken;
+use hfi1_hal::lock_order::{EXP_LOCK_CLASS, LockToken};
 use hfi1_hal::services::AllocContext;
 use qp_wait::{DevCounters, QueueKind, SGuard};
 use tid_alloc::groups::GroupList;
@@ -29,9 +33,12 @@ use tid_flow::segment::{Sge, TidRequest};
 use tid_flow::{CtxtParts, QpLocked, RcvCtxt};
 
 use crate::errno::{self, Errno};
-use crate::kplat::{KDma, KMem, KQp, KRandom, KRef, KSched, KernelPlatform, LIVE, ops, try_box};
+use crate::kplat::{
+    KDma, KMem, KQp, KRandom, KRef, KSched, KernelPlatform, KernelSpinLock, kernel, live_dec,
+    live_inc, try_box,
+};
 use crate::platform::{ChipOps, KernelChip};
-use crate::qp::borrow_qp;
+use crate::qp::with_held_s_lock;
 
 /// A receive context (`struct hfi1_tid_rcd`). Kernel: the TID RDMA part of
 /// `struct hfi1_ctxtdata`.
@@ -103,14 +110,6 @@ pub struct SgeC {
 /// SGEs one setup call accepts.
 pub const MAX_SGES: usize = 32;
 
-fn live_inc() {
-    LIVE.fetch_add(1, Ordering::AcqRel);
-}
-
-fn live_dec() {
-    LIVE.fetch_sub(1, Ordering::AcqRel);
-}
-
 /// Creates a receive context: TID groups all free, every flow given a
 /// random generation and written disabled, both wait queues empty.
 /// Returns null on bad parameters, a missing callback, no registered
@@ -138,9 +137,9 @@ pub unsafe extern "C" fn hfi1_tid_ctx_create(
     let (Some(p), Some(chip_ops)) = (unsafe { p.as_ref() }, unsafe { chip_ops.as_ref() }) else {
         return core::ptr::null_mut();
     };
-    if ops().is_none() {
+    let Some(k) = kernel() else {
         return core::ptr::null_mut();
-    }
+    };
     // SAFETY: the caller promises the callbacks accept `chip`.
     let Ok(hw) = (unsafe { KernelChip::new(chip_ops, chip) }) else {
         return core::ptr::null_mut();
@@ -154,23 +153,24 @@ pub unsafe extern "C" fn hfi1_tid_ctx_create(
         expected_base: p.expected_base,
         ngroups: p.ngroups as usize,
         qp_slots: p.qp_slots,
-        sched: KSched,
-        dma: KDma { dev },
+        sched: KSched(k),
+        dma: KDma { dev, k },
         mem: KMem,
         dev: devc,
     };
-    let Ok(ctx) = RcvCtxt::<KernelPlatform>::try_new_in(&KMem, parts, &mut KRandom) else {
+    // The exp_lock's spinlock_t is initialised where it stays, with the
+    // exp_lock class.
+    let Ok(raw) = KernelSpinLock::try_new(k, &EXP_LOCK_CLASS) else {
         return core::ptr::null_mut();
     };
-    // SAFETY: the heap block is the lock's final place (the context never
-    // moves out of its box) and nobody else has it yet.
-    unsafe { ctx.exp_lock.raw().init_in_place() };
+    let Ok(ctx) = RcvCtxt::<KernelPlatform>::try_new_in_with(&KMem, parts, raw, &mut KRandom(k))
+    else {
+        return core::ptr::null_mut();
+    };
     live_inc();
     // `Rcd` is a transparent wrapper of the context.
     Box::into_raw(ctx).cast::<Rcd>()
 }
-
-use alloc::boxed::Box;
 
 /// Destroys a context. Returns 0, `-EINVAL` for null, or `-EBUSY` (and
 /// leaves it alone) while a flow is reserved, a TID group is in use or a QP
@@ -203,43 +203,37 @@ pub unsafe extern "C" fn hfi1_tid_ctx_destroy(rcd: *mut Rcd) -> i32 {
     0
 }
 
-/// Reads a context's occupancy into `out` (0, or `-EINVAL`). Takes `qp`'s
-/// `s_lock` to be allowed to take `exp_lock` (any QP will do).
+/// Reads a context's occupancy into `out` (0, or `-EINVAL`).
 ///
 /// # Safety
 ///
-/// `rcd` and `qp` are null or live; `out` is null or writable.
+/// `rcd` is null or live; `out` is null or writable.
 ///
 /// # Locking
 ///
-/// None held; takes `qp->s_lock`, then `exp_lock`.
+/// None held; takes `exp_lock`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hfi1_tid_ctx_stats(
-    rcd: *const Rcd,
-    qp: *mut KQp,
-    out: *mut CtxStats,
-) -> i32 {
-    // SAFETY: the caller promises `out` is null or writable.
-    let Some(out) = (unsafe { out.as_mut() }) else {
+pub unsafe extern "C" fn hfi1_tid_ctx_stats(rcd: *const Rcd, out: *mut CtxStats) -> i32 {
+    // SAFETY: the caller promises `rcd` is null or live and `out` null or
+    // writable.
+    let (Some(rcd), Some(out)) = (unsafe { rcd.as_ref() }.map(Rcd::ctx), unsafe {
+        out.as_mut()
+    }) else {
         return Errno::INVAL.to_neg();
     };
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        with_s_lock(rcd, qp, |rcd, _, s| {
-            let e = rcd.exp_lock.lock(s.token());
-            let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
-            *out = CtxStats {
-                flows_used: e.flows.mask().count_ones(),
-                groups_free: n(e.groups.list_len(GroupList::Free)),
-                groups_used: n(e.groups.list_len(GroupList::Used)),
-                groups_full: n(e.groups.list_len(GroupList::Full)),
-                flow_waiters: n(e.waiters.len(QueueKind::Flow)),
-                rarr_waiters: n(e.waiters.len(QueueKind::RcvArray)),
-                tid_waits: rcd.dev.tid_waits(),
-            };
-            0
-        })
-    }
+    let mut root = LockToken::root();
+    let e = rcd.exp_lock.lock(&mut root);
+    let n = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+    *out = CtxStats {
+        flows_used: e.flows.mask().count_ones(),
+        groups_free: n(e.groups.list_len(GroupList::Free)),
+        groups_used: n(e.groups.list_len(GroupList::Used)),
+        groups_full: n(e.groups.list_len(GroupList::Full)),
+        flow_waiters: n(e.waiters.len(QueueKind::Flow)),
+        rarr_waiters: n(e.waiters.len(QueueKind::RcvArray)),
+        tid_waits: rcd.dev.tid_waits(),
+    };
+    0
 }
 
 /// Gets the QP a hardware flow, or queues it: 0, `-EAGAIN` (queued, it
@@ -249,12 +243,12 @@ pub unsafe extern "C" fn hfi1_tid_ctx_stats(
 ///
 /// # Safety
 ///
-/// `rcd` and `qp` are null or live; `qp` uses `rcd`.
+/// `rcd` and `qp` are null or live; `qp` uses `rcd`; the caller holds
+/// `qp`'s `s_lock` (and no other lock of the engine's) for the call.
 ///
 /// # Locking
 ///
-/// None held (the driver's caller holds `s_lock`; see the module doc);
-/// takes `qp->s_lock`, then `exp_lock`.
+/// `qp->s_lock` held; takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_setup_hw_flow(rcd: *const Rcd, qp: *mut KQp) -> i32 {
     // SAFETY: forwarded from the caller.
@@ -277,7 +271,7 @@ pub unsafe extern "C" fn hfi1_tid_setup_hw_flow(rcd: *const Rcd, qp: *mut KQp) -
 ///
 /// # Locking
 ///
-/// None held; takes `qp->s_lock`, then `exp_lock`.
+/// `qp->s_lock` held; takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_clear_hw_flow(rcd: *const Rcd, qp: *mut KQp) -> i32 {
     // SAFETY: forwarded from the caller.
@@ -303,7 +297,8 @@ pub extern "C" fn hfi1_tid_req_create(seg_len: u32, n_flows: u32, pmtu: u32) -> 
     let Ok(n) = u16::try_from(n_flows) else {
         return core::ptr::null_mut();
     };
-    if ops().is_none() || seg_len == 0 || n == 0 || usize::from(n) > hfi1_hal::consts::MAX_FLOWS {
+    if kernel().is_none() || seg_len == 0 || n == 0 || usize::from(n) > hfi1_hal::consts::MAX_FLOWS
+    {
         return core::ptr::null_mut();
     }
     match try_box(Req {
@@ -343,11 +338,40 @@ pub unsafe extern "C" fn hfi1_tid_req_alloc_flows(req: *mut Req) -> i32 {
     )
 }
 
+/// Frees the request's flow records (a large send queue recycling its
+/// WQE): 0, `-EINVAL`, or `-EBUSY` (nothing freed) while segments are set
+/// up or mapped. The request stays usable: the next segment allocates
+/// them again.
+///
+/// Kernel: `__trdma_clean_swqe()` / `hfi1_kern_exp_rcv_free_flows()`.
+///
+/// # Safety
+///
+/// `qp` and `req` are null or live; `req` belongs to `qp`; the caller
+/// holds `qp`'s `s_lock` for the call.
+///
+/// # Locking
+///
+/// `qp->s_lock` held.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfi1_tid_free_flows(qp: *mut KQp, req: *mut Req) -> i32 {
+    // SAFETY: the caller promises `req` is null or a live request.
+    let Some(req) = (unsafe { req.as_mut() }) else {
+        return Errno::INVAL.to_neg();
+    };
+    // SAFETY: forwarded from the caller (s_lock held).
+    unsafe {
+        with_held_s_lock(qp, |_, _| {
+            errno::ret(req.req.clean_swqe().map_err(Errno::from))
+        })
+    }
+}
+
 /// Frees a request (and its flow records). Returns 0, `-EINVAL`, or
 /// `-EBUSY` (nothing freed) while segments are set up or mapped.
 ///
 /// Kernel: `hfi1_kern_exp_rcv_free_flows()` and the `kfree` of the WQE's
-/// private part.
+/// private part at QP teardown.
 ///
 /// # Safety
 ///
@@ -355,7 +379,8 @@ pub unsafe extern "C" fn hfi1_tid_req_alloc_flows(req: *mut Req) -> i32 {
 ///
 /// # Locking
 ///
-/// None held.
+/// None held (the QP is being torn down: nobody else reaches the
+/// request).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_req_destroy(req: *mut Req) -> i32 {
     // SAFETY: forwarded from the caller.
@@ -382,11 +407,12 @@ pub unsafe extern "C" fn hfi1_tid_req_destroy(req: *mut Req) -> i32 {
 /// # Safety
 ///
 /// `rcd`, `qp`, `req` are null or live; `req` belongs to `qp`, which uses
-/// `rcd`; `sges` is valid for `nsges` reads.
+/// `rcd`; `sges` is valid for `nsges` reads; the caller holds `qp`'s
+/// `s_lock` (and no other lock of the engine's) for the call.
 ///
 /// # Locking
 ///
-/// None held; takes `qp->s_lock`, then `exp_lock`.
+/// `qp->s_lock` held; takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_exp_rcv_setup(
     rcd: *const Rcd,
@@ -444,7 +470,7 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_setup(
 ///
 /// # Locking
 ///
-/// None held; takes `qp->s_lock`, then `exp_lock`.
+/// `qp->s_lock` held; takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear(
     rcd: *const Rcd,
@@ -476,7 +502,7 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear(
 ///
 /// # Locking
 ///
-/// None held; takes `qp->s_lock`, then `exp_lock`.
+/// `qp->s_lock` held; takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear_all(
     rcd: *const Rcd,
@@ -508,7 +534,7 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear_all(
 ///
 /// # Locking
 ///
-/// None held; takes `qp->s_lock`, then `exp_lock`.
+/// `qp->s_lock` held; takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_flush_wait(rcd: *const Rcd, qp: *mut KQp) -> i32 {
     // SAFETY: forwarded from the caller.
@@ -521,28 +547,26 @@ pub unsafe extern "C" fn hfi1_tid_flush_wait(rcd: *const Rcd, qp: *mut KQp) -> i
 }
 
 /// The common shape of the stateful entry points: resolves the context and
-/// QP handles (`-EINVAL` if either is null), takes the QP's `s_lock` from a
-/// fresh root token (C calls these with no lock of ours held) and runs `f`
-/// with it; the lock is released before the result goes back to C.
+/// QP handles (`-EINVAL` if either is null) and runs `f` on the guard made
+/// over the `s_lock` the caller holds ([`with_held_s_lock`]); the lock
+/// stays held.
 ///
 /// # Safety
 ///
 /// `rcd` is null or a live context from [`hfi1_tid_ctx_create`]; `qp` is
-/// null or a live QP the caller holds a reference to.
+/// null or a live QP the caller holds a reference to, whose `s_lock` the
+/// calling context holds (and no other lock of the engine's) for the call.
 unsafe fn with_s_lock(
     rcd: *const Rcd,
     qp: *mut KQp,
     f: impl FnOnce(&RcvCtxt<KernelPlatform>, &KRef, &mut SGuard<'_, KernelPlatform>) -> i32,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(r)) = (unsafe { rcd.as_ref() }.map(Rcd::ctx), unsafe {
-        borrow_qp(qp)
-    }) else {
+    // SAFETY: the caller promises `rcd` is null or live.
+    let Some(rcd) = (unsafe { rcd.as_ref() }).map(Rcd::ctx) else {
         return Errno::INVAL.to_neg();
     };
-    let mut root = LockToken::root();
-    let mut s = r.s_lock.lock(&mut root);
-    f(rcd, &r, &mut s)
+    // SAFETY: forwarded from the caller.
+    unsafe { with_held_s_lock(qp, |r, g| f(rcd, r, g)) }
 }
 
 const _: () = assert!(TID_GROUP_SIZE == 8);

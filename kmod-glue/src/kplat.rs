@@ -1,18 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The kernel platform of the stateful engine: spinlocks, QP references,
+//! The kernel services of the stateful engine: spinlocks, QP references,
 //! scheduling, DMA mapping and random numbers on C callbacks.
 //!
 //! The C side registers one [`PlatformOps`] table at module load
-//! ([`hfi1_tid_platform_register`]); every lock, QP reference, scheduler and
-//! DMA map below calls through it. A global table (instead of one per
-//! object) is what lets [`KernelSpinLock`] implement `NewRawSpinLock`, whose
-//! constructor takes no argument. Objects can only be made while a table
-//! is registered, and the table can only be withdrawn when no object is
-//! left ([`LIVE`]), so no callback is ever missing when one is needed.
+//! ([`hfi1_tid_platform_register`]). Registration checks that every
+//! callback is there and yields a [`Kernel`]: the only way to reach the
+//! callbacks, and the value every lock, QP reference, scheduler and DMA map
+//! below is built from. So nothing can lock, count a reference or map a
+//! page without a registered table: there is no "not registered" branch
+//! anywhere after construction. The table can only be withdrawn when no
+//! object is left ([`LIVE`]).
+//!
+//! Spinlocks live where they are initialised and never move: a QP's
+//! `s_lock` is the C QP's own `spinlock_t` (initialised by its owner,
+//! [`KernelSpinLock::external`]); a lock the engine owns gets its own
+//! `kmalloc`ed `spinlock_t`, initialised there with its level's named
+//! class key ([`KernelSpinLock::try_new`], one `struct lock_class_key` per
+//! level in [`hfi1_hal::lock_order`]) and freed with the lock.
 //!
 //! | engine need | callback | kernel primitive |
 //! |---|---|---|
-//! | `RawSpinLock` | `spin_lock_init`, `spin_lock_irqsave`, `spin_unlock_irqrestore` | `spinlock_t` with a named lockdep class per level |
+//! | `RawSpinLock` | `spin_lock_init`, `spin_lock_irqsave`, `spin_unlock_irqrestore`, `lockdep_assert_held` | `spinlock_t` with `lockdep_set_class_and_name()` |
 //! | `QpRef` get / put | `qp_get`, `qp_put` | `rvt_get_qp()` / `rvt_put_qp()` |
 //! | `Scheduler::queue_trigger` | `queue_trigger` | `queue_work_on()`; `false` = already pending |
 //! | `Scheduler::schedule_send` | `schedule_send` | `hfi1_schedule_send()` (under `s_lock`) |
@@ -20,16 +28,24 @@
 //! | `DmaMap` | `dma_map`, `dma_unmap` | `dma_map_page()` / `dma_unmap_page()` |
 //! | `RandomSource` | `random_u32` | `get_random_u32()` (the driver's `prandom_u32()`) |
 //! | `Memory` | the global allocator | `kmalloc()` with `GFP_ATOMIC` when the caller cannot sleep |
+//!
+//! # Locking
+//!
+//! Registration and unregistration run with no lock held, once each, at
+//! module load and unload, while no other `hfi1_tid_*` call runs. The
+//! callbacks are called with spinlocks held and interrupts off, except
+//! `do_send` (no lock held).
 
 use core::cell::UnsafeCell;
-use core::ffi::c_void;
+use core::ffi::{c_char, c_void};
+use core::mem::MaybeUninit;
 use core::ops::Deref;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use alloc::boxed::Box;
 
-use hfi1_hal::lock_order::{LockClass, NewRawSpinLock, RawSpinLock};
+use hfi1_hal::lock_order::{LockClass, RawSpinLock};
 use hfi1_hal::services::{
     AllocContext, DmaError, DmaMap, InitInPlace, Memory, NoMemory, QpRef, RandomSource, Scheduler,
 };
@@ -39,13 +55,16 @@ use tid_flow::{FlowPlatform, QpFlowState};
 use crate::errno::Errno;
 use crate::platform::KernelChip;
 
-/// `spin_lock_init(lock)` with the lockdep class `class` (0: the receive
-/// context's `exp_lock`, 1: a QP's `s_lock`).
-pub type SpinLockInitFn = unsafe extern "C" fn(lock: *mut c_void, class: u32);
+/// `spin_lock_init(lock)` + `lockdep_set_class_and_name(lock, key, name)`.
+pub type SpinLockInitFn =
+    unsafe extern "C" fn(lock: *mut c_void, name: *const c_char, key: *mut c_void);
 /// `spin_lock_irqsave(lock, flags)`; returns the flags.
 pub type SpinLockIrqsaveFn = unsafe extern "C" fn(lock: *mut c_void) -> usize;
 /// `spin_unlock_irqrestore(lock, flags)`.
 pub type SpinUnlockIrqrestoreFn = unsafe extern "C" fn(lock: *mut c_void, flags: usize);
+/// `lockdep_assert_held(lock)` (a warning on a lockdep kernel, nothing
+/// otherwise).
+pub type AssertHeldFn = unsafe extern "C" fn(lock: *mut c_void);
 /// `rvt_get_qp()` / `rvt_put_qp()` on a QP cookie.
 pub type QpRefFn = unsafe extern "C" fn(qp: *mut c_void);
 /// `queue_work_on(cpu, wq, &trigger_work)`: true if queued, false if the
@@ -74,6 +93,8 @@ pub struct PlatformOps {
     pub spin_lock_irqsave: Option<SpinLockIrqsaveFn>,
     /// Releases a spinlock, interrupts restored.
     pub spin_unlock_irqrestore: Option<SpinUnlockIrqrestoreFn>,
+    /// Asserts that the calling context holds a spinlock.
+    pub lockdep_assert_held: Option<AssertHeldFn>,
     /// Takes a QP reference.
     pub qp_get: Option<QpRefFn>,
     /// Drops a QP reference (may free the QP, which then calls
@@ -95,10 +116,11 @@ pub struct PlatformOps {
 
 /// The checked table: every callback present.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Ops {
+struct Ops {
     spin_lock_init: SpinLockInitFn,
     spin_lock_irqsave: SpinLockIrqsaveFn,
     spin_unlock_irqrestore: SpinUnlockIrqrestoreFn,
+    lockdep_assert_held: AssertHeldFn,
     qp_get: QpRefFn,
     qp_put: QpRefFn,
     queue_trigger: QueueTriggerFn,
@@ -115,6 +137,7 @@ impl Ops {
             spin_lock_init: o.spin_lock_init?,
             spin_lock_irqsave: o.spin_lock_irqsave?,
             spin_unlock_irqrestore: o.spin_unlock_irqrestore?,
+            lockdep_assert_held: o.lockdep_assert_held?,
             qp_get: o.qp_get?,
             qp_put: o.qp_put?,
             queue_trigger: o.queue_trigger?,
@@ -127,28 +150,66 @@ impl Ops {
     }
 }
 
-/// The registered table (a leaked `Box<Ops>`), or null.
-static OPS: AtomicPtr<Ops> = AtomicPtr::new(core::ptr::null_mut());
+/// Where the registered table lives: written once per registration, read
+/// through [`Kernel`] values only while it is registered.
+struct Slot {
+    state: AtomicU8,
+    ops: UnsafeCell<MaybeUninit<Ops>>,
+}
 
-/// Objects (contexts, QPs, requests) alive now; the table cannot be
-/// withdrawn while this is non-zero.
+const EMPTY: u8 = 0;
+const WRITING: u8 = 1;
+const READY: u8 = 2;
+
+// SAFETY: `ops` is written only by the registration that moved `state`
+// from EMPTY to WRITING, and read only after `state` is READY (Release
+// store, Acquire load); unregistration moves READY back to EMPTY only
+// with no object (and so no `Kernel` value in use) left.
+unsafe impl Sync for Slot {}
+
+static SLOT: Slot = Slot {
+    state: AtomicU8::new(EMPTY),
+    ops: UnsafeCell::new(MaybeUninit::uninit()),
+};
+
+/// Objects (contexts, QPs, requests, owned locks) alive now; the table
+/// cannot be withdrawn while this is non-zero.
 pub static LIVE: AtomicU64 = AtomicU64::new(0);
 
-/// The registered callbacks.
+/// The registered kernel services: what registration yields, and the only
+/// way to call them.
 ///
 /// # Invariants
 ///
-/// Non-null from registration until unregistration, which needs `LIVE`
-/// at 0: every object (and so every caller of this) exists in between.
-pub(crate) fn ops() -> Option<&'static Ops> {
-    // SAFETY: the pointer is null or a leaked box that stays valid until
-    // unregistration, which only happens with no object left to call us.
-    unsafe { OPS.load(Ordering::Acquire).as_ref() }
+/// `ops` is the registered, fully checked table; it stays valid while any
+/// object built from this value lives (those count in [`LIVE`], and
+/// unregistration refuses while it is non-zero).
+#[derive(Clone, Copy)]
+pub struct Kernel {
+    ops: &'static Ops,
+}
+
+impl core::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Kernel")
+    }
+}
+
+/// The registered services, or `None` before registration.
+pub fn kernel() -> Option<Kernel> {
+    if SLOT.state.load(Ordering::Acquire) != READY {
+        return None;
+    }
+    // SAFETY: READY means the registration finished writing the table
+    // (the Acquire load pairs with its Release store), and it is not
+    // rewritten until unregistered (see `Slot`).
+    let ops = unsafe { (*SLOT.ops.get()).assume_init_ref() };
+    // INVARIANT: the table is registered and checked.
+    Some(Kernel { ops })
 }
 
 /// Registers the kernel callbacks. Returns 0, `-EINVAL` if one is missing
-/// (or `ops` is null), `-EBUSY` if a table is already registered, or
-/// `-ENOMEM`.
+/// (or `ops` is null), or `-EBUSY` if a table is already registered.
 ///
 /// # Safety
 ///
@@ -165,54 +226,81 @@ pub unsafe extern "C" fn hfi1_tid_platform_register(ops: *const PlatformOps) -> 
     let Some(checked) = (unsafe { ops.as_ref() }).and_then(Ops::check) else {
         return Errno::INVAL.to_neg();
     };
-    let Some(b) = try_box(checked) else {
-        return Errno::NOMEM.to_neg();
-    };
-    let p = Box::into_raw(b);
-    match OPS.compare_exchange(
-        core::ptr::null_mut(),
-        p,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    ) {
-        Ok(_) => 0,
-        Err(_) => {
-            // SAFETY: `p` came from `Box::into_raw` above and was not
-            // published.
-            drop(unsafe { Box::from_raw(p) });
-            Errno::BUSY.to_neg()
-        }
+    if SLOT
+        .state
+        .compare_exchange(EMPTY, WRITING, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return Errno::BUSY.to_neg();
     }
+    // SAFETY: the EMPTY -> WRITING transition above gives this call alone
+    // the slot; nobody reads it before READY.
+    unsafe { (*SLOT.ops.get()).write(checked) };
+    SLOT.state.store(READY, Ordering::Release);
+    0
 }
 
-/// Withdraws the callbacks. Returns 0, or `-EBUSY` while any context, QP or
-/// request made through this interface is alive (nothing changes then).
+/// Withdraws the callbacks. Returns 0, or `-EBUSY` while any context, QP,
+/// request or lock made through this interface is alive (nothing changes
+/// then).
 ///
 /// # Locking
 ///
-/// None; call at module unload.
+/// None; call at module unload, with no other `hfi1_tid_*` call running.
 #[unsafe(no_mangle)]
 pub extern "C" fn hfi1_tid_platform_unregister() -> i32 {
     if LIVE.load(Ordering::Acquire) != 0 {
         return Errno::BUSY.to_neg();
     }
-    let p = OPS.swap(core::ptr::null_mut(), Ordering::AcqRel);
-    if !p.is_null() {
-        // SAFETY: `p` is the leaked box from registration; no object is
-        // left that could still use it.
-        drop(unsafe { Box::from_raw(p) });
-    }
+    // Nothing to free: the slot is static. READY -> EMPTY (a second call,
+    // or one without registration, finds EMPTY and changes nothing).
+    let _ = SLOT
+        .state
+        .compare_exchange(READY, EMPTY, Ordering::AcqRel, Ordering::Relaxed);
     0
 }
 
-/// Contexts, QPs and requests alive now (0 after a clean teardown).
+/// Initialises a C-owned spinlock in the engine's `s_lock` class (name
+/// `hfi1_tid_qp_s_lock`, the level's static key), so lockdep sees a QP's
+/// `s_lock` the C side owns in the same class as the engine's own. Returns
+/// 0, or `-EINVAL` for a null lock or no registered platform.
+///
+/// # Safety
+///
+/// `lock` is null or points to a `spinlock_t` that is not in use.
+///
+/// # Locking
+///
+/// None held; the lock is not in use.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfi1_tid_s_lock_init(lock: *mut c_void) -> i32 {
+    let (Some(k), false) = (kernel(), lock.is_null()) else {
+        return Errno::INVAL.to_neg();
+    };
+    let class = &hfi1_hal::lock_order::S_LOCK_CLASS;
+    // SAFETY: `lock` is a `spinlock_t` not in use (the caller); the class's
+    // name and key are static.
+    unsafe { (k.ops.spin_lock_init)(lock, class.name.as_ptr(), class.key.as_ptr()) };
+    0
+}
+
+/// Contexts, QPs, requests and owned locks alive now (0 after a clean
+/// teardown).
 #[unsafe(no_mangle)]
 pub extern "C" fn hfi1_tid_live_objects() -> u64 {
     LIVE.load(Ordering::Acquire)
 }
 
+pub(crate) fn live_inc() {
+    LIVE.fetch_add(1, Ordering::AcqRel);
+}
+
+pub(crate) fn live_dec() {
+    LIVE.fetch_sub(1, Ordering::AcqRel);
+}
+
 /// `Box::new` that reports allocation failure instead of aborting.
-pub(crate) fn try_box<T>(value: T) -> Option<Box<T>> {
+pub fn try_box<T>(value: T) -> Option<Box<T>> {
     let layout = core::alloc::Layout::new::<T>();
     if layout.size() == 0 {
         return Some(Box::new(value));
@@ -229,29 +317,33 @@ pub(crate) fn try_box<T>(value: T) -> Option<Box<T>> {
     Some(unsafe { Box::from_raw(p) })
 }
 
-/// Bytes reserved for a `spinlock_t` embedded in a Rust object (the C glue
-/// checks `sizeof(spinlock_t)` against it at build time: 4 bytes on
-/// Debian's kernel, about 64 with lockdep and spinlock debugging).
+/// Bytes reserved for a `spinlock_t` the engine owns (the C glue checks
+/// `sizeof(spinlock_t)` against it at build time: 4 bytes on Debian's
+/// kernel, about 64 with lockdep and spinlock debugging).
 pub const SPINLOCK_BYTES: usize = 128;
 
+/// Room for one `spinlock_t`, only ever touched by C.
 #[repr(C, align(8))]
 struct SpinStorage(UnsafeCell<[u8; SPINLOCK_BYTES]>);
 
-/// The lock class numbers passed to `spin_lock_init`.
-pub const LOCK_CLASS_EXP: u32 = 0;
-/// See [`LOCK_CLASS_EXP`].
-pub const LOCK_CLASS_S: u32 = 1;
+/// Where a [`KernelSpinLock`]'s `spinlock_t` is.
+enum Place {
+    /// In C memory, initialised and owned by C (a QP's `s_lock`).
+    External(NonNull<c_void>),
+    /// In a block of its own that this lock owns: it was initialised there
+    /// and never moves (the box moves, its contents do not).
+    Owned(Box<SpinStorage>),
+}
 
-/// A kernel `spinlock_t`: either one in C memory (a QP's `s_lock`, which
-/// the driver owns) or one embedded here (the context's `exp_lock`).
+/// A kernel `spinlock_t`, reached through the registered callbacks.
 ///
-/// An embedded lock is made by `NewRawSpinLock::new_with_class` before the
-/// object reaches its final place, so it must be initialised there with
-/// [`KernelSpinLock::init_in_place`] before first use.
+/// # Invariants
+///
+/// The `spinlock_t` is initialised, stays where it is for the life of this
+/// value, and `k` is the registration it was made with.
 pub struct KernelSpinLock {
-    external: *mut c_void,
-    storage: SpinStorage,
-    class: u32,
+    at: Place,
+    k: Kernel,
 }
 
 // SAFETY: the lock is a kernel spinlock reached only through the
@@ -263,87 +355,91 @@ unsafe impl Sync for KernelSpinLock {}
 impl core::fmt::Debug for KernelSpinLock {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("KernelSpinLock")
-            .field("external", &!self.external.is_null())
-            .field("class", &self.class)
+            .field("external", &matches!(self.at, Place::External(_)))
             .finish()
     }
 }
 
 impl KernelSpinLock {
-    /// A lock living in C memory, already initialised by its owner.
+    /// A lock living in C memory, already initialised by its owner (the
+    /// C QP's `s_lock`). `None` for a null pointer.
     ///
     /// # Safety
     ///
-    /// `lock` points to an initialised `spinlock_t` that outlives this value.
-    pub unsafe fn external(lock: *mut c_void, class: u32) -> Self {
-        Self {
-            external: lock,
-            storage: SpinStorage(UnsafeCell::new([0; SPINLOCK_BYTES])),
-            class,
-        }
+    /// `lock` is null or points to an initialised `spinlock_t` that stays
+    /// there, initialised, for the life of the returned value.
+    pub unsafe fn external(k: Kernel, lock: *mut c_void) -> Option<Self> {
+        // INVARIANT: initialised and unmoving, by the caller.
+        NonNull::new(lock).map(|p| Self {
+            at: Place::External(p),
+            k,
+        })
+    }
+
+    /// A lock of its own: allocates a `spinlock_t` and initialises it where
+    /// it stays, with `class`'s name and key (Rust-for-Linux's
+    /// `new_spinlock!` with a named static `LockClassKey`).
+    ///
+    /// # Errors
+    ///
+    /// [`NoMemory`] if the `spinlock_t` cannot be allocated.
+    pub fn try_new(k: Kernel, class: &'static LockClass) -> Result<Self, NoMemory> {
+        let storage = try_box(SpinStorage(UnsafeCell::new([0; SPINLOCK_BYTES]))).ok_or(NoMemory)?;
+        let lock = storage.0.get().cast::<c_void>();
+        // SAFETY: `lock` is room for a `spinlock_t` (size checked by the C
+        // glue, 8-aligned), not in use, and stays where it is (a heap block
+        // this value owns); the class's name and key are static.
+        unsafe { (k.ops.spin_lock_init)(lock, class.name.as_ptr(), class.key.as_ptr()) };
+        live_inc();
+        // INVARIANT: initialised just above, in a block that never moves.
+        Ok(Self {
+            at: Place::Owned(storage),
+            k,
+        })
     }
 
     fn ptr(&self) -> *mut c_void {
-        if self.external.is_null() {
-            self.storage.0.get().cast()
-        } else {
-            self.external
+        match &self.at {
+            Place::External(p) => p.as_ptr(),
+            Place::Owned(b) => b.0.get().cast(),
         }
     }
+}
 
-    /// Initialises an embedded lock where it now lives (no-op for an
-    /// external one).
-    ///
-    /// # Safety
-    ///
-    /// The lock is not in use and will not move again.
-    pub unsafe fn init_in_place(&self) {
-        if let (true, Some(o)) = (self.external.is_null(), ops()) {
-            // SAFETY: the storage is large and aligned enough (checked by
-            // the C glue) and not in use, by the caller.
-            unsafe { (o.spin_lock_init)(self.ptr(), self.class) }
+impl Drop for KernelSpinLock {
+    fn drop(&mut self) {
+        if matches!(self.at, Place::Owned(_)) {
+            live_dec();
         }
     }
 }
 
 // SAFETY: mutual exclusion and release/acquire ordering are the kernel
-// spinlock's; the registered table is present whenever a lock exists.
+// spinlock's; the callbacks are those of the registration the lock was
+// made with (type invariant), valid while the lock lives.
 unsafe impl RawSpinLock for KernelSpinLock {
     type IrqFlags = usize;
 
     fn lock_irqsave(&self) -> usize {
-        match ops() {
-            // SAFETY: the lock is initialised (external, or
-            // `init_in_place` ran before the object was shared).
-            Some(o) => unsafe { (o.spin_lock_irqsave)(self.ptr()) },
-            None => 0,
-        }
+        // SAFETY: the spinlock is initialised and unmoving (type invariant).
+        unsafe { (self.k.ops.spin_lock_irqsave)(self.ptr()) }
     }
 
     unsafe fn unlock_irqrestore(&self, flags: usize) {
-        if let Some(o) = ops() {
-            // SAFETY: the caller holds the lock and passes its flags.
-            unsafe { (o.spin_unlock_irqrestore)(self.ptr(), flags) }
-        }
+        // SAFETY: the caller holds the lock and passes its flags.
+        unsafe { (self.k.ops.spin_unlock_irqrestore)(self.ptr(), flags) }
+    }
+
+    /// `lockdep_assert_held()`: lockdep knows which locks this context
+    /// holds and in which order, so only the lock is passed.
+    fn assert_held(&self, _token: &'static LockClass) {
+        // SAFETY: the spinlock is initialised (type invariant).
+        unsafe { (self.k.ops.lockdep_assert_held)(self.ptr()) }
     }
 }
 
-impl NewRawSpinLock for KernelSpinLock {
-    fn new_with_class(class: &'static LockClass) -> Self {
-        let class = if class.rank >= 2 {
-            LOCK_CLASS_EXP
-        } else {
-            LOCK_CLASS_S
-        };
-        Self {
-            external: core::ptr::null_mut(),
-            storage: SpinStorage(UnsafeCell::new([0; SPINLOCK_BYTES])),
-            class,
-        }
-    }
-}
-
-/// The kernel platform.
+/// The kernel platform of the engine's own objects (contexts, QPs and
+/// requests made through `engine.rs`).
 #[derive(Debug)]
 pub enum KernelPlatform {}
 
@@ -366,6 +462,8 @@ pub struct KQp {
     pub qp: Qp<KernelPlatform>,
     /// The C QP (`struct rvt_qp *` in the driver), passed to callbacks.
     pub cookie: *mut c_void,
+    /// The services its references and wake-ups use.
+    pub k: Kernel,
 }
 
 impl core::fmt::Debug for KQp {
@@ -400,10 +498,10 @@ impl KRef {
     ///
     /// `qp` is live (the caller holds a reference to it).
     pub unsafe fn get_raw(qp: NonNull<KQp>) -> Self {
-        if let Some(o) = ops() {
-            // SAFETY: the QP is live; the cookie is its C QP.
-            unsafe { (o.qp_get)(qp.as_ref().cookie) };
-        }
+        // SAFETY: the QP is live; the cookie is its C QP.
+        let q = unsafe { qp.as_ref() };
+        // SAFETY: the QP's registration is valid while it lives.
+        unsafe { (q.k.ops.qp_get)(q.cookie) };
         // INVARIANT: we now own the reference just taken.
         Self { ptr: qp }
     }
@@ -427,6 +525,11 @@ impl KRef {
         // SAFETY: by the type invariant the `KQp` is live.
         unsafe { self.ptr.as_ref() }
     }
+
+    /// The services of this QP's registration.
+    pub fn kernel(&self) -> Kernel {
+        self.kqp().k
+    }
 }
 
 impl core::fmt::Debug for KRef {
@@ -445,11 +548,13 @@ impl Deref for KRef {
 
 impl Drop for KRef {
     fn drop(&mut self) {
-        if let Some(o) = ops() {
-            // SAFETY: we own one reference (type invariant); after this
-            // call the QP may be gone, and `self` is not used again.
-            unsafe { (o.qp_put)(self.cookie()) };
-        }
+        let (put, cookie) = {
+            let q = self.kqp();
+            (q.k.ops.qp_put, q.cookie)
+        };
+        // SAFETY: we own one reference (type invariant); after this call
+        // the QP may be gone, and `self` is not used again.
+        unsafe { put(cookie) };
     }
 }
 
@@ -465,23 +570,18 @@ impl QpRef for KRef {
 }
 
 /// The scheduler: the QP's send engine and its trigger work.
-#[derive(Debug, Default)]
-pub struct KSched;
+#[derive(Debug, Clone, Copy)]
+pub struct KSched(pub Kernel);
 
 impl Scheduler<KRef> for KSched {
     fn schedule_send(&self, qp: &KRef) {
-        if let Some(o) = ops() {
-            // SAFETY: the reference keeps the QP alive for the call.
-            unsafe { (o.schedule_send)(qp.cookie()) }
-        }
+        // SAFETY: the reference keeps the QP alive for the call.
+        unsafe { (self.0.ops.schedule_send)(qp.cookie()) }
     }
 
     fn queue_trigger(&self, cpu: u32, qp: KRef) -> Result<(), KRef> {
-        let Some(o) = ops() else {
-            return Err(qp);
-        };
         // SAFETY: the reference keeps the QP alive for the call.
-        if unsafe { (o.queue_trigger)(qp.cookie(), cpu) } {
+        if unsafe { (self.0.ops.queue_trigger)(qp.cookie(), cpu) } {
             // The reference now belongs to the queued work item, which
             // gives it back through `hfi1_tid_trigger_resume`.
             core::mem::forget(qp);
@@ -497,6 +597,8 @@ impl Scheduler<KRef> for KSched {
 pub struct KDma {
     /// The device cookie (`&dd->pcidev->dev` in the driver).
     pub dev: *mut c_void,
+    /// The services.
+    pub k: Kernel,
 }
 
 // SAFETY: the cookie is only passed back to the C callbacks, which are
@@ -507,21 +609,18 @@ unsafe impl Sync for KDma {}
 
 impl DmaMap for KDma {
     fn map(&self, page: u64, len: u32) -> Result<u64, DmaError> {
-        let o = ops().ok_or(DmaError)?;
         let mut bus = 0u64;
         // SAFETY: `bus` is a valid out-pointer; the callback accepts any
         // address and length (it maps or fails).
-        match unsafe { (o.dma_map)(self.dev, page, len, &mut bus) } {
+        match unsafe { (self.k.ops.dma_map)(self.dev, page, len, &mut bus) } {
             0 => Ok(bus),
             _ => Err(DmaError),
         }
     }
 
     fn unmap(&self, bus: u64, len: u32) {
-        if let Some(o) = ops() {
-            // SAFETY: `bus` came from `map` with the same length.
-            unsafe { (o.dma_unmap)(self.dev, bus, len) }
-        }
+        // SAFETY: `bus` came from `map` with the same length.
+        unsafe { (self.k.ops.dma_unmap)(self.dev, bus, len) }
     }
 }
 
@@ -568,16 +667,13 @@ pub(crate) fn try_box_in_place<T: InitInPlace>() -> Option<Box<T>> {
 }
 
 /// Random numbers from the kernel.
-#[derive(Debug, Default)]
-pub struct KRandom;
+#[derive(Debug, Clone, Copy)]
+pub struct KRandom(pub Kernel);
 
 impl RandomSource for KRandom {
     fn next_u32(&mut self) -> u32 {
-        match ops() {
-            // SAFETY: plain callback.
-            Some(o) => unsafe { (o.random_u32)() },
-            None => 0,
-        }
+        // SAFETY: plain callback.
+        unsafe { (self.0.ops.random_u32)() }
     }
 }
 
@@ -597,10 +693,8 @@ impl FlowPlatform for KernelPlatform {
 
 /// Runs the registered `do_send` for a QP (the trigger work's send engine).
 pub(crate) fn do_send(qp: &KRef) {
-    if let Some(o) = ops() {
-        // SAFETY: the reference keeps the QP alive for the call.
-        unsafe { (o.do_send)(qp.cookie()) }
-    }
+    // SAFETY: the reference keeps the QP alive for the call.
+    unsafe { (qp.kernel().ops.do_send)(qp.cookie()) }
 }
 
 #[cfg(test)]

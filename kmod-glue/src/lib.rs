@@ -43,12 +43,15 @@ pub mod engine;
 pub mod errno;
 #[cfg(target_os = "none")]
 pub mod kernel;
+#[cfg(feature = "engine")]
 pub mod kplat;
 #[cfg(feature = "lockdep-demo")]
 pub mod lockdep_demo;
 pub mod platform;
+#[cfg(feature = "engine")]
 pub mod qp;
-#[cfg(all(feature = "engine", feature = "sim"))]
+#[cfg(feature = "selftest")]
 pub mod readtest;
 pub mod route;
+#[cfg(feature = "selftest")]
 pub mod waittest;

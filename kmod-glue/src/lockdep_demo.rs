@@ -11,9 +11,9 @@
 //! to compile. So the only way to write the reverse is to step below the
 //! lock types to the raw platform locks, which [`lock_inverted`] does behind
 //! an explicit `unsafe`. The demo ([`hfi1_tid_lockdep_demo_invert`]) makes
-//! two locks of the kernel platform ([`KernelSpinLock`], which
-//! `spin_lock_init`s them with the named lockdep classes
-//! `hfi1_tid_rcd_exp_lock` and `hfi1_tid_qp_s_lock` through the registered
+//! two locks of the kernel platform ([`KernelSpinLock::try_new`], which
+//! initialises each where it stays with its level's named lockdep class,
+//! `hfi1_tid_rcd_exp_lock` and `hfi1_tid_qp_s_lock`, through the registered
 //! C callbacks), takes them the legal way ([`lock_in_order`]), so lockdep
 //! learns `s_lock -> exp_lock`, and then the inverted way; lockdep must
 //! answer with a "possible circular locking dependency" report that names
@@ -22,10 +22,12 @@
 //! Kernel: no counterpart. The driver has no such path; this is the bug
 //! lockdep would report if it had one.
 
-use hfi1_hal::lock_order::{ExpLock, Lock, LockToken, RawSpinLock, SLock};
+use hfi1_hal::lock_order::{
+    EXP_LOCK_CLASS, ExpLock, Lock, LockLevel, LockToken, RawSpinLock, S_LOCK_CLASS, SLock,
+};
 
 use crate::errno::Errno;
-use crate::kplat::KernelSpinLock;
+use crate::kplat::{KernelSpinLock, kernel};
 
 /// Takes `s` and then `exp`, the driver's order, through lock tokens, and
 /// releases both.
@@ -73,12 +75,12 @@ pub unsafe fn lock_inverted<R: RawSpinLock, A, B>(
 
 /// Takes two fresh kernel-platform locks (a receive context's `exp_lock`
 /// and a QP's `s_lock`, each of its named lockdep class) in the driver's
-/// order, then inverted. Returns 0, or `-EINVAL` when no kernel platform
-/// is registered (the locks would then not be kernel spinlocks at all).
+/// order, then inverted. Returns 0, `-EINVAL` when no kernel platform is
+/// registered, or `-ENOMEM`.
 ///
-/// The locks are [`KernelSpinLock`]s made with [`Lock::new`], exactly as
-/// the engine makes its context's `exp_lock`, so lockdep sees the
-/// platform's own lock path and class mapping.
+/// The locks are [`KernelSpinLock`]s made as the engine makes its
+/// context's `exp_lock` ([`KernelSpinLock::try_new`] with the level's
+/// class), so lockdep sees the platform's own lock path and classes.
 ///
 /// # Locking
 ///
@@ -86,17 +88,19 @@ pub unsafe fn lock_inverted<R: RawSpinLock, A, B>(
 /// ([`crate::kplat::hfi1_tid_platform_register`]).
 #[unsafe(no_mangle)]
 pub extern "C" fn hfi1_tid_lockdep_demo_invert() -> i32 {
-    if crate::kplat::ops().is_none() {
+    let Some(k) = kernel() else {
         return Errno::INVAL.to_neg();
-    }
-    let exp: Lock<ExpLock, KernelSpinLock, ()> = Lock::new(());
-    let s: Lock<SLock, KernelSpinLock, ()> = Lock::new(());
-    // SAFETY: neither lock is in use yet, and both stay in this frame,
-    // unmoved, until the function returns.
-    unsafe {
-        exp.raw().init_in_place();
-        s.raw().init_in_place();
-    }
+    };
+    let (Ok(e), Ok(s)) = (
+        KernelSpinLock::try_new(k, ExpLock::class()),
+        KernelSpinLock::try_new(k, SLock::class()),
+    ) else {
+        return Errno::NOMEM.to_neg();
+    };
+    debug_assert!(core::ptr::eq(ExpLock::class(), &EXP_LOCK_CLASS));
+    debug_assert!(core::ptr::eq(SLock::class(), &S_LOCK_CLASS));
+    let exp: Lock<ExpLock, KernelSpinLock, ()> = Lock::with_raw(e, ());
+    let s: Lock<SLock, KernelSpinLock, ()> = Lock::with_raw(s, ());
     lock_in_order(&s, &exp);
     // SAFETY: both locks are local to this call: nothing else can take them.
     unsafe { lock_inverted(&exp, &s) };
@@ -136,6 +140,10 @@ mod tests {
             assert!(self.held.replace(false), "{} released unheld", self.name);
             self.log.borrow_mut().push((self.name, false));
         }
+
+        fn assert_held(&self, _token: &'static hfi1_hal::lock_order::LockClass) {
+            assert!(*self.held.borrow(), "{} not held", self.name);
+        }
     }
 
     fn locks(
@@ -166,33 +174,43 @@ mod tests {
     /// The C entry point on a registered platform whose spinlock callbacks
     /// record what the kernel would be asked to do.
     mod entry {
-        use core::ffi::c_void;
+        use core::ffi::{CStr, c_char, c_void};
+        use std::string::{String, ToString};
         use std::sync::Mutex;
         use std::vec::Vec;
 
         use crate::errno::EINVAL;
         use crate::kplat::{
-            LOCK_CLASS_EXP, LOCK_CLASS_S, PlatformOps, hfi1_tid_platform_register,
+            PlatformOps, hfi1_tid_live_objects, hfi1_tid_platform_register,
             hfi1_tid_platform_unregister,
         };
         use crate::lockdep_demo::hfi1_tid_lockdep_demo_invert;
+        use hfi1_hal::lock_order::{EXP_LOCK_CLASS, S_LOCK_CLASS};
 
-        /// `(operation, class)`: `i`nit, `l`ock, `u`nlock.
-        static EVENTS: Mutex<Vec<(char, u32)>> = Mutex::new(Vec::new());
-        /// Lock address to the class it was initialised with.
-        static CLASSES: Mutex<Vec<(usize, u32)>> = Mutex::new(Vec::new());
+        /// `(operation, class name)`: `i`nit, `l`ock, `u`nlock.
+        static EVENTS: Mutex<Vec<(char, String)>> = Mutex::new(Vec::new());
+        /// Lock address to the class name and key it was initialised with.
+        static CLASSES: Mutex<Vec<(usize, String, usize)>> = Mutex::new(Vec::new());
 
-        fn class_of(lock: *mut c_void) -> u32 {
+        fn class_of(lock: *mut c_void) -> String {
             CLASSES
                 .lock()
                 .unwrap()
                 .iter()
-                .find(|(p, _)| *p == lock as usize)
-                .map_or(u32::MAX, |&(_, c)| c)
+                .find(|(p, _, _)| *p == lock as usize)
+                .map_or_else(|| "?".to_string(), |(_, c, _)| c.clone())
         }
-        unsafe extern "C" fn init(lock: *mut c_void, class: u32) {
-            CLASSES.lock().unwrap().push((lock as usize, class));
-            EVENTS.lock().unwrap().push(('i', class));
+        unsafe extern "C" fn init(lock: *mut c_void, name: *const c_char, key: *mut c_void) {
+            // SAFETY: the engine passes a class's static C string.
+            let name = unsafe { CStr::from_ptr(name) }
+                .to_str()
+                .unwrap()
+                .to_string();
+            CLASSES
+                .lock()
+                .unwrap()
+                .push((lock as usize, name.clone(), key as usize));
+            EVENTS.lock().unwrap().push(('i', name));
         }
         unsafe extern "C" fn lock(lock: *mut c_void) -> usize {
             EVENTS.lock().unwrap().push(('l', class_of(lock)));
@@ -201,6 +219,7 @@ mod tests {
         unsafe extern "C" fn unlock(lock: *mut c_void, _flags: usize) {
             EVENTS.lock().unwrap().push(('u', class_of(lock)));
         }
+        unsafe extern "C" fn held(_: *mut c_void) {}
         unsafe extern "C" fn qp(_: *mut c_void) {}
         unsafe extern "C" fn trigger(_: *mut c_void, _: u32) -> bool {
             false
@@ -221,6 +240,7 @@ mod tests {
                 spin_lock_init: Some(init),
                 spin_lock_irqsave: Some(lock),
                 spin_unlock_irqrestore: Some(unlock),
+                lockdep_assert_held: Some(held),
                 qp_get: Some(qp),
                 qp_put: Some(qp),
                 queue_trigger: Some(trigger),
@@ -234,12 +254,30 @@ mod tests {
             // end of the program.
             assert_eq!(unsafe { hfi1_tid_platform_register(&ops) }, 0);
             let ret = hfi1_tid_lockdep_demo_invert();
+            assert_eq!(hfi1_tid_live_objects(), 0, "the owned locks are freed");
             assert_eq!(hfi1_tid_platform_unregister(), 0);
             assert_eq!(ret, 0);
-            let (e, s) = (LOCK_CLASS_EXP, LOCK_CLASS_S);
+            let (e, s) = ("hfi1_tid_rcd_exp_lock", "hfi1_tid_qp_s_lock");
+            let ev: Vec<(char, &str)> = EVENTS
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(c, n)| {
+                    (
+                        *c,
+                        if n == e {
+                            e
+                        } else if n == s {
+                            s
+                        } else {
+                            "?"
+                        },
+                    )
+                })
+                .collect();
             assert_eq!(
-                EVENTS.lock().unwrap().as_slice(),
-                &[
+                ev,
+                [
                     ('i', e),
                     ('i', s),
                     ('l', s),
@@ -250,6 +288,15 @@ mod tests {
                     ('l', s),
                     ('u', s),
                     ('u', e),
+                ]
+            );
+            // One static key per level, the level's own.
+            let keys: Vec<usize> = CLASSES.lock().unwrap().iter().map(|c| c.2).collect();
+            assert_eq!(
+                keys,
+                [
+                    EXP_LOCK_CLASS.key.as_ptr() as usize,
+                    S_LOCK_CLASS.key.as_ptr() as usize
                 ]
             );
         }

@@ -1,29 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The engine's side of a QP: creation, destruction, its wait flag, and the
-//! trigger work item (`struct hfi1_tid_qp` in the header).
+//! The engine's side of a QP: creation, destruction, its wait flag, the
+//! trigger work item (`struct hfi1_tid_qp` in the header), and the guard
+//! the entry points make over the `s_lock` their caller holds.
+//!
+//! # Locking
+//!
+//! [`hfi1_tid_qp_create`] and [`hfi1_tid_qp_destroy`] need no lock;
+//! [`hfi1_tid_qp_waiting`] and [`hfi1_tid_trigger_resume`] take the QP's
+//! `s_lock` themselves (no lock held on entry); every other entry point
+//! that names a QP is called with its `s_lock` held and reaches the QP's
+//! state through a guard made over the held lock (`with_held_s_lock`).
 
 use core::ffi::c_void;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
-use core::sync::atomic::Ordering;
 
 use alloc::boxed::Box;
 
 use hfi1_hal::lock_order::{Lock, LockToken};
-use qp_wait::{Qp, SendState};
+use qp_wait::{Qp, SGuard, SendState};
 
 use crate::errno::Errno;
 use crate::kplat::{
-    KQp, KQpExt, KRef, KernelPlatform, KernelSpinLock, LIVE, LOCK_CLASS_S, do_send, ops, try_box,
+    KQp, KQpExt, KRef, KernelPlatform, KernelSpinLock, do_send, kernel, live_dec, live_inc, try_box,
 };
-
-fn live_inc() {
-    LIVE.fetch_add(1, Ordering::AcqRel);
-}
-
-fn live_dec() {
-    LIVE.fetch_sub(1, Ordering::AcqRel);
-}
 
 /// Borrows the caller's reference to a QP as a [`KRef`] that is not
 /// dropped (no reference count change).
@@ -36,19 +36,52 @@ pub(crate) unsafe fn borrow_qp(qp: *mut KQp) -> Option<ManuallyDrop<KRef>> {
     NonNull::new(qp).map(|p| ManuallyDrop::new(unsafe { KRef::adopt(p) }))
 }
 
+/// Runs `f` on the QP's `s_lock` guard, made over the lock the C caller
+/// holds ([`Lock::assume_held`], which asserts it with
+/// `lockdep_assert_held`); the lock stays held when `f` returns. `-EINVAL`
+/// for a null QP.
+///
+/// # Safety
+///
+/// `qp` is null or a live QP the caller holds a reference to, and the
+/// calling context holds its `s_lock` (and no other lock of the engine's
+/// order) for the whole call, touching the QP's engine state only through
+/// this call.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held on entry; nothing taken.
+pub(crate) unsafe fn with_held_s_lock(
+    qp: *mut KQp,
+    f: impl FnOnce(&KRef, &mut SGuard<'_, KernelPlatform>) -> i32,
+) -> i32 {
+    // SAFETY: forwarded from the caller.
+    let Some(r) = (unsafe { borrow_qp(qp) }) else {
+        return Errno::INVAL.to_neg();
+    };
+    // The C caller holds no lock of the order but this s_lock: its
+    // context's level is the root.
+    let mut root = LockToken::root();
+    // SAFETY: the caller holds the s_lock, taken with nothing else of the
+    // order held, for the whole call, and reaches the QP's state only
+    // through this guard meanwhile (the contract above).
+    let mut g = unsafe { r.s_lock.assume_held(&mut root) };
+    f(&r, &mut g)
+}
+
 /// Creates the engine's side of a QP: number `qpn`, waiter slot `slot`
 /// (unique in its context, below `qp_slots`), trigger work on `cpu`, its
 /// `s_lock` the C `spinlock_t` at `s_lock` (initialised by the caller), and
 /// `cookie` the C QP given back to the callbacks. Returns null on bad
-/// arguments or no memory.
+/// arguments, no registered platform or no memory.
 ///
 /// Kernel: the TID parts of `hfi1_qp_priv_init()`.
 ///
 /// # Safety
 ///
-/// `s_lock` is an initialised spinlock and `cookie` a QP that both outlive
-/// the returned handle; the C QP calls [`hfi1_tid_qp_destroy`] when its
-/// last reference goes.
+/// `s_lock` is null or an initialised spinlock, and `cookie` a QP, that
+/// both outlive the returned handle; the C QP calls
+/// [`hfi1_tid_qp_destroy`] when its last reference goes.
 ///
 /// # Locking
 ///
@@ -61,17 +94,19 @@ pub unsafe extern "C" fn hfi1_tid_qp_create(
     cpu: u32,
     s_lock: *mut c_void,
 ) -> *mut KQp {
-    if s_lock.is_null() || ops().is_none() {
+    let Some(k) = kernel() else {
         return core::ptr::null_mut();
-    }
+    };
     // SAFETY: the caller promises an initialised, long-lived spinlock.
-    let raw = unsafe { KernelSpinLock::external(s_lock, LOCK_CLASS_S) };
+    let Some(raw) = (unsafe { KernelSpinLock::external(k, s_lock) }) else {
+        return core::ptr::null_mut();
+    };
     let state = SendState {
         flags: Default::default(),
         ext: KQpExt::default(),
     };
     let qp = Qp::new(qpn, slot, cpu, Lock::with_raw(raw, state));
-    match try_box(KQp { qp, cookie }) {
+    match try_box(KQp { qp, cookie, k }) {
         Some(b) => {
             live_inc();
             Box::into_raw(b)

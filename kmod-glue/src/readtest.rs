@@ -32,7 +32,7 @@ use alloc::vec::Vec;
 use core::cell::Cell;
 
 use hfi1_hal::consts::{PAGE_SIZE, TID_RDMA_JKEY};
-use hfi1_hal::lock_order::{Lock, LockToken, Unlocked};
+use hfi1_hal::lock_order::{EXP_LOCK_CLASS, Lock, LockToken, S_LOCK_CLASS, Unlocked};
 use hfi1_hal::sim::{SimContext, SimDma, SimMemory, SimRef, SimScheduler};
 use hfi1_hal::{FlowPsn, Psn};
 use qp_wait::{DevCounters, Qp, QueueKind, SendState, WaitPlatform};
@@ -48,7 +48,7 @@ use tid_read_proto::responder;
 use tid_read_proto::sim_chip;
 
 use crate::errno::Errno;
-use crate::kplat::{KMem, KRandom, KernelSpinLock, ops, try_box};
+use crate::kplat::{KMem, KRandom, Kernel, KernelSpinLock, kernel, try_box};
 
 /// QP pairs.
 pub const QPS: usize = 4;
@@ -223,24 +223,24 @@ struct Pair {
 }
 
 /// A QP whose `s_lock` is a kernel spinlock, initialised where it lives.
-fn new_qp(qpn: u32, slot: u32, conn: Connection) -> RQp {
-    let qp: RQp = SimRef::new(Qp::new(
+fn new_qp(k: Kernel, qpn: u32, slot: u32, conn: Connection) -> Option<RQp> {
+    let raw = KernelSpinLock::try_new(k, &S_LOCK_CLASS).ok()?;
+    Some(SimRef::new(Qp::new(
         qpn,
         slot,
         slot,
-        Lock::new(SendState {
-            flags: Default::default(),
-            ext: TidQp::new(conn, Psn::new(FIRST_PSN)),
-        }),
-    ));
-    // SAFETY: the QP is in its final (reference-counted heap) place and
-    // not shared yet; its lock is never used before this.
-    unsafe { qp.s_lock.raw().init_in_place() };
-    qp
+        Lock::with_raw(
+            raw,
+            SendState {
+                flags: Default::default(),
+                ext: TidQp::new(conn, Psn::new(FIRST_PSN)),
+            },
+        ),
+    )))
 }
 
 /// A receive context on its own software chip with `ngroups` groups.
-fn new_ctxt(ctxt: u8, ngroups: usize, slots: u32) -> Option<Box<RcvCtxt<ReadPlatform>>> {
+fn new_ctxt(k: Kernel, ctxt: u8, ngroups: usize, slots: u32) -> Option<Box<RcvCtxt<ReadPlatform>>> {
     let entries = (ngroups as u32).saturating_mul(8);
     let chip = SimContext::try_new(0, entries).ok()?;
     let parts = CtxtParts {
@@ -254,10 +254,8 @@ fn new_ctxt(ctxt: u8, ngroups: usize, slots: u32) -> Option<Box<RcvCtxt<ReadPlat
         mem: KMem,
         dev: try_box(DevCounters::new())?,
     };
-    let rcd = RcvCtxt::<ReadPlatform>::try_new_in(&KMem, parts, &mut KRandom).ok()?;
-    // SAFETY: the context is in its final place (its box) and not shared.
-    unsafe { rcd.exp_lock.raw().init_in_place() };
-    Some(rcd)
+    let raw = KernelSpinLock::try_new(k, &EXP_LOCK_CLASS).ok()?;
+    RcvCtxt::<ReadPlatform>::try_new_in_with(&KMem, parts, raw, &mut KRandom(k)).ok()
 }
 
 fn connections(i: usize) -> (Connection, Connection) {
@@ -578,18 +576,24 @@ pub unsafe extern "C" fn hfi1_tid_read_test(out: *mut ReadTestResult) -> i32 {
     let Some(out) = (unsafe { out.as_mut() }) else {
         return Errno::INVAL.to_neg();
     };
-    if ops().is_none() {
+    let Some(k) = kernel() else {
         return Errno::INVAL.to_neg();
-    }
-    let Some(req_rcd) = new_ctxt(REQ_CTXT, REQ_GROUPS, QPS as u32) else {
+    };
+    let Some(req_rcd) = new_ctxt(k, REQ_CTXT, REQ_GROUPS, QPS as u32) else {
         return Errno::NOMEM.to_neg();
     };
     let mut pairs = Vec::new();
     for i in 0..QPS {
         let (rc, sc) = connections(i);
+        let (Some(req), Some(resp)) = (
+            new_qp(k, REQ_QPN_BASE + i as u32, i as u32, rc),
+            new_qp(k, RESP_QPN_BASE + i as u32, i as u32, sc),
+        ) else {
+            return Errno::NOMEM.to_neg();
+        };
         pairs.push(Pair {
-            req: new_qp(REQ_QPN_BASE + i as u32, i as u32, rc),
-            resp: new_qp(RESP_QPN_BASE + i as u32, i as u32, sc),
+            req,
+            resp,
             posted: Vec::new(),
             next_read: 0,
             next_remote: Mrs::region(i),

@@ -1,29 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! A test harness for the wait queues on the kernel platform (test only,
-//! `struct hfi1_tid_wt` in the header).
+//! A test harness for the wait queues alone on the kernel platform
+//! (self-test module only, feature `selftest`; `struct hfi1_tid_wt` in the
+//! header).
 //!
-//! It stands in for a receive context while the full one cannot be built
-//! in a kernel (see the README: `RcvCtxt` needs 22 KiB of stack). It keeps
-//! two counted resources, "flow" and "RcvArray" tokens, and acquires and
-//! releases them exactly the way `tid-flow` acquires and releases flows and
-//! TIDs: under the QP's `s_lock` and then `exp_lock`; a QP that finds
-//! others waiting ahead, or no token, is queued with `qp_wait` and gets
-//! `-EAGAIN`; whoever gives a token back reads the head of the queue under
-//! `exp_lock` and wakes it after unlocking (directly if it is itself, else
-//! through its trigger work). Everything it calls on the wait queues,
-//! wake-ups and QP references is the real `qp-wait` code on the real
-//! kernel platform ([`crate::kplat`]).
-
-use core::sync::atomic::Ordering;
+//! It isolates `qp-wait` from the rest of the engine: instead of flows and
+//! RcvArray entries it keeps two counted resources, "flow" and "RcvArray"
+//! tokens, and acquires and releases them exactly the way `tid-flow`
+//! acquires and releases flows and TIDs: with the QP's `s_lock` held by the
+//! caller, then `exp_lock`; a QP that finds others waiting ahead, or no
+//! token, is queued with `qp_wait` and gets `-EAGAIN`; whoever gives a
+//! token back reads the head of the queue under `exp_lock` and wakes it
+//! after unlocking (directly if it is itself, else through its trigger
+//! work). Everything it calls on the wait queues, wake-ups and QP
+//! references is the real `qp-wait` code on the real kernel platform
+//! ([`crate::kplat`]); a failure here and not in the engine's phases points
+//! at the queues.
+//!
+//! # Locking
+//!
+//! [`hfi1_tid_wt_acquire`], [`hfi1_tid_wt_release`] and
+//! [`hfi1_tid_wt_flush`] are called with the QP's `s_lock` held and take
+//! `exp_lock`; the others with no lock held.
 
 use alloc::boxed::Box;
 
-use hfi1_hal::lock_order::{ExpLock, Lock, LockToken};
+use hfi1_hal::lock_order::{EXP_LOCK_CLASS, ExpLock, Lock, LockToken};
 use qp_wait::{DevCounters, QueueKind, WaitQueues};
 
 use crate::errno::Errno;
-use crate::kplat::{KQp, KRef, KSched, KernelPlatform, KernelSpinLock, LIVE, ops};
-use crate::qp::borrow_qp;
+use crate::kplat::{
+    KQp, KRef, KSched, KernelPlatform, KernelSpinLock, kernel, live_dec, live_inc, try_box,
+};
+use crate::qp::with_held_s_lock;
 
 /// The `exp_lock`-guarded state of the harness.
 #[derive(Debug)]
@@ -45,6 +53,7 @@ pub struct WaitTest {
     exp_lock: Lock<ExpLock, KernelSpinLock, WtState>,
     total: [u32; 2],
     dev: DevCounters,
+    sched: KSched,
 }
 
 fn kind(k: u32) -> Option<(QueueKind, usize)> {
@@ -63,9 +72,9 @@ fn kind(k: u32) -> Option<(QueueKind, usize)> {
 /// None held.
 #[unsafe(no_mangle)]
 pub extern "C" fn hfi1_tid_wt_create(slots: u32, flows: u32, rarr: u32) -> *mut WaitTest {
-    if ops().is_none() {
+    let Some(k) = kernel() else {
         return core::ptr::null_mut();
-    }
+    };
     let Ok(waiters) = WaitQueues::new(slots) else {
         return core::ptr::null_mut();
     };
@@ -73,19 +82,18 @@ pub extern "C" fn hfi1_tid_wt_create(slots: u32, flows: u32, rarr: u32) -> *mut 
         waiters,
         tokens: [flows, rarr],
     };
-    let raw = <KernelSpinLock as hfi1_hal::lock_order::NewRawSpinLock>::new_with_class(
-        <ExpLock as hfi1_hal::lock_order::LockLevel>::CLASS,
-    );
-    let Some(b) = crate::kplat::try_box(WaitTest {
+    let Ok(raw) = KernelSpinLock::try_new(k, &EXP_LOCK_CLASS) else {
+        return core::ptr::null_mut();
+    };
+    let Some(b) = try_box(WaitTest {
         exp_lock: Lock::with_raw(raw, state),
         total: [flows, rarr],
         dev: DevCounters::new(),
+        sched: KSched(k),
     }) else {
         return core::ptr::null_mut();
     };
-    // SAFETY: the box is the lock's final place; nobody else has it yet.
-    unsafe { b.exp_lock.raw().init_in_place() };
-    LIVE.fetch_add(1, Ordering::AcqRel);
+    live_inc();
     Box::into_raw(b)
 }
 
@@ -112,7 +120,7 @@ pub unsafe extern "C" fn hfi1_tid_wt_destroy(wt: *mut WaitTest) -> i32 {
     }
     // SAFETY: `wt` came from `Box::into_raw` and is not used again.
     drop(unsafe { Box::from_raw(wt) });
-    LIVE.fetch_sub(1, Ordering::AcqRel);
+    live_dec();
     0
 }
 
@@ -122,30 +130,38 @@ pub unsafe extern "C" fn hfi1_tid_wt_destroy(wt: *mut WaitTest) -> i32 {
 ///
 /// # Safety
 ///
-/// `wt` and `qp` are null or live; the caller holds a reference to `qp`.
+/// `wt` and `qp` are null or live; the caller holds a reference to `qp`
+/// and its `s_lock` (and no other lock of the engine's) for the call.
 ///
 /// # Locking
 ///
-/// None held; takes `qp->s_lock`, then `exp_lock`.
+/// `qp->s_lock` held; takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_wt_acquire(wt: *const WaitTest, qp: *mut KQp, k: u32) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(w), Some(r), Some((kind, i))) =
-        (unsafe { wt.as_ref() }, unsafe { borrow_qp(qp) }, kind(k))
-    else {
+    // SAFETY: the caller promises `wt` is null or live.
+    let (Some(w), Some((kind, i))) = (unsafe { wt.as_ref() }, kind(k)) else {
         return Errno::INVAL.to_neg();
     };
-    let mut root = LockToken::root();
-    let mut s = r.s_lock.lock(&mut root);
+    // SAFETY: forwarded from the caller (s_lock held).
+    unsafe { with_held_s_lock(qp, |r, s| acquire(w, r, s, kind, i)) }
+}
+
+fn acquire(
+    w: &WaitTest,
+    r: &KRef,
+    s: &mut qp_wait::SGuard<'_, KernelPlatform>,
+    kind: QueueKind,
+    i: usize,
+) -> i32 {
     let (state, token) = s.parts();
     let wake = {
         let mut e = w.exp_lock.lock(token);
         let st = &mut *e;
         let free = st.tokens.get(i).copied().unwrap_or(0);
-        if st.waiters.waiters(kind, &r, &state.flags) || free == 0 {
+        if st.waiters.waiters(kind, r, &state.flags) || free == 0 {
             if st
                 .waiters
-                .enqueue(kind, &r, &mut state.flags, &w.dev)
+                .enqueue(kind, r, &mut state.flags, &w.dev)
                 .is_err()
             {
                 return Errno::INVAL.to_neg();
@@ -158,7 +174,7 @@ pub unsafe extern "C" fn hfi1_tid_wt_acquire(wt: *const WaitTest, qp: *mut KQp, 
         st.waiters.dequeue(kind, &**r, &mut state.flags);
         st.waiters.first(kind)
     };
-    wake.schedule(token, &KSched);
+    wake.schedule(token, &w.sched);
     0
 }
 
@@ -172,17 +188,24 @@ pub unsafe extern "C" fn hfi1_tid_wt_acquire(wt: *const WaitTest, qp: *mut KQp, 
 ///
 /// # Locking
 ///
-/// None held; takes `qp->s_lock`, then `exp_lock`.
+/// `qp->s_lock` held; takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_wt_release(wt: *const WaitTest, qp: *mut KQp, k: u32) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(w), Some(r), Some((kind, i))) =
-        (unsafe { wt.as_ref() }, unsafe { borrow_qp(qp) }, kind(k))
-    else {
+    // SAFETY: the caller promises `wt` is null or live.
+    let (Some(w), Some((kind, i))) = (unsafe { wt.as_ref() }, kind(k)) else {
         return Errno::INVAL.to_neg();
     };
-    let mut root = LockToken::root();
-    let mut s = r.s_lock.lock(&mut root);
+    // SAFETY: forwarded from the caller (s_lock held).
+    unsafe { with_held_s_lock(qp, |r, s| release(w, r, s, kind, i)) }
+}
+
+fn release(
+    w: &WaitTest,
+    r: &KRef,
+    s: &mut qp_wait::SGuard<'_, KernelPlatform>,
+    kind: QueueKind,
+    i: usize,
+) -> i32 {
     let (state, token) = s.parts();
     let wake = {
         let mut e = w.exp_lock.lock(token);
@@ -193,7 +216,7 @@ pub unsafe extern "C" fn hfi1_tid_wt_release(wt: *const WaitTest, qp: *mut KQp, 
         }
         st.waiters.first(kind)
     };
-    wake.deliver(&r, &state.flags, token, &KSched);
+    wake.deliver(r, &state.flags, token, &w.sched);
     0
 }
 
@@ -205,41 +228,40 @@ pub unsafe extern "C" fn hfi1_tid_wt_release(wt: *const WaitTest, qp: *mut KQp, 
 ///
 /// # Locking
 ///
-/// None held; takes `qp->s_lock`, then `exp_lock`.
+/// `qp->s_lock` held; takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_wt_flush(wt: *const WaitTest, qp: *mut KQp) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(w), Some(r)) = (unsafe { wt.as_ref() }, unsafe { borrow_qp(qp) }) else {
+    // SAFETY: the caller promises `wt` is null or live.
+    let Some(w) = (unsafe { wt.as_ref() }) else {
         return Errno::INVAL.to_neg();
     };
-    let mut root = LockToken::root();
-    let mut s = r.s_lock.lock(&mut root);
-    qp_wait::flush_wait::<KernelPlatform, _>(&r, &mut s, &w.exp_lock, &KSched);
-    0
+    // SAFETY: forwarded from the caller (s_lock held).
+    unsafe {
+        with_held_s_lock(qp, |r, s| {
+            qp_wait::flush_wait::<KernelPlatform, _>(r, s, &w.exp_lock, &w.sched);
+            0
+        })
+    }
 }
 
 /// QPs waiting on queue `k`, free tokens of `k` in bits 32..63, or
-/// `u64::MAX` on bad arguments. Takes `qp`'s `s_lock` to be allowed to take
-/// `exp_lock`.
+/// `u64::MAX` on bad arguments.
 ///
 /// # Safety
 ///
-/// As [`hfi1_tid_wt_acquire`].
+/// `wt` is null or live.
 ///
 /// # Locking
 ///
-/// None held; takes `qp->s_lock`, then `exp_lock`.
+/// None held; takes `exp_lock`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hfi1_tid_wt_stats(wt: *const WaitTest, qp: *mut KQp, k: u32) -> u64 {
-    // SAFETY: forwarded from the caller.
-    let (Some(w), Some(r), Some((kind, i))) =
-        (unsafe { wt.as_ref() }, unsafe { borrow_qp(qp) }, kind(k))
-    else {
+pub unsafe extern "C" fn hfi1_tid_wt_stats(wt: *const WaitTest, k: u32) -> u64 {
+    // SAFETY: the caller promises `wt` is null or live.
+    let (Some(w), Some((kind, i))) = (unsafe { wt.as_ref() }, kind(k)) else {
         return u64::MAX;
     };
     let mut root = LockToken::root();
-    let mut s = r.s_lock.lock(&mut root);
-    let e = w.exp_lock.lock(s.token());
+    let e = w.exp_lock.lock(&mut root);
     let free = u64::from(e.tokens.get(i).copied().unwrap_or(0));
     (e.waiters.len(kind) as u64 & 0xFFFF_FFFF) | free << 32
 }

@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! The stateful engine's C ABI driven from the host with the callbacks a C
 //! module would register, written here in Rust: spin locks on an atomic
-//! word, QP reference counts that free the QP at zero, a trigger "work
-//! queue" with the already-pending answer, counted DMA mappings.
+//! word whose holders are tracked per thread (so `lockdep_assert_held`
+//! really checks), QP reference counts that free the QP at zero, a trigger
+//! "work queue" with the already-pending answer, counted DMA mappings.
+//! As a C driver does, the test takes a QP's `s_lock` itself around every
+//! call that needs it held ([`with_s_lock`]).
 //!
 //! One test function: the platform table is process-wide.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering};
 
@@ -40,7 +44,24 @@ unsafe fn word<'a>(lock: *mut c_void) -> &'a AtomicU32 {
     unsafe { &*lock.cast::<AtomicU32>() }
 }
 
-unsafe extern "C" fn spin_init(lock: *mut c_void, _class: u32) {
+std::thread_local! {
+    /// The locks this thread holds, as lockdep would know them.
+    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `spin_lock_init`s seen, by class name.
+static INITS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// `lockdep_assert_held` calls that found the lock held by this thread.
+static ASSERTED: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn spin_init(lock: *mut c_void, name: *const c_char, key: *mut c_void) {
+    assert!(!key.is_null(), "a lock class needs a key");
+    // SAFETY: the engine passes its class's static C string.
+    let name = unsafe { std::ffi::CStr::from_ptr(name) };
+    INITS
+        .lock()
+        .unwrap()
+        .push(name.to_str().unwrap().to_string());
     // SAFETY: see `word`.
     unsafe { word(lock) }.store(0, Ordering::Release);
 }
@@ -54,14 +75,41 @@ unsafe extern "C" fn spin_lock(lock: *mut c_void) -> usize {
     {
         std::thread::yield_now();
     }
+    HELD.with(|h| h.borrow_mut().push(lock as usize));
     0x200
 }
 
 unsafe extern "C" fn spin_unlock(lock: *mut c_void, flags: usize) {
     assert_eq!(flags, 0x200, "flags come back unchanged");
+    HELD.with(|h| {
+        let mut h = h.borrow_mut();
+        let at = h.iter().rposition(|&l| l == lock as usize);
+        h.remove(at.expect("unlock by a thread that does not hold the lock"));
+    });
     // SAFETY: see `word`.
     let w = unsafe { word(lock) };
     assert_eq!(w.swap(0, Ordering::Release), 1, "unlock of a free lock");
+}
+
+unsafe extern "C" fn assert_held(lock: *mut c_void) {
+    let held = HELD.with(|h| h.borrow().contains(&(lock as usize)));
+    assert!(
+        held,
+        "lockdep_assert_held: this thread does not hold the lock"
+    );
+    ASSERTED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Runs `f` with `q`'s `s_lock` held, as a driver calls the entry points.
+fn with_s_lock<T>(q: *mut TQp, f: impl FnOnce() -> T) -> T {
+    // SAFETY: `q` is live; its lock word is the QP's s_lock.
+    let lock = unsafe { (&raw mut (*q).lock).cast::<c_void>() };
+    // SAFETY: a lock word of ours.
+    let flags = unsafe { spin_lock(lock) };
+    let out = f();
+    // SAFETY: taken just above, with these flags.
+    unsafe { spin_unlock(lock, flags) };
+    out
 }
 
 unsafe fn tqp<'a>(p: *mut c_void) -> &'a TQp {
@@ -177,6 +225,7 @@ fn engine_through_the_c_abi() {
         spin_lock_init: Some(spin_init),
         spin_lock_irqsave: Some(spin_lock),
         spin_unlock_irqrestore: Some(spin_unlock),
+        lockdep_assert_held: Some(assert_held),
         qp_get: Some(qp_get),
         qp_put: Some(qp_put),
         queue_trigger: Some(queue_trigger),
@@ -219,16 +268,26 @@ fn engine_through_the_c_abi() {
         let h = |i: usize| (*qps[i]).h;
         let stats = || {
             let mut s = CtxStats::default();
-            assert_eq!(hfi1_tid_ctx_stats(rcd, h(0), &mut s), 0);
+            assert_eq!(hfi1_tid_ctx_stats(rcd, &mut s), 0);
             s
         };
+        // The entry points that need the QP's s_lock, called with it held.
+        let setup = |i: usize| with_s_lock(qps[i], || hfi1_tid_setup_hw_flow(rcd, h(i)));
+        let clear = |i: usize| with_s_lock(qps[i], || hfi1_tid_clear_hw_flow(rcd, h(i)));
+        let seg_setup = |i: usize, r: *mut Req, s: &[SgeC]| {
+            with_s_lock(qps[i], || {
+                hfi1_tid_exp_rcv_setup(rcd, h(i), r, s.as_ptr(), s.len() as u32)
+            })
+        };
+        let seg_clear =
+            |i: usize, r: *mut Req| with_s_lock(qps[i], || hfi1_tid_exp_rcv_clear(rcd, h(i), r));
 
         // Flow exhaustion: 32 flows, then two QPs queue.
         for i in 0..32 {
-            assert_eq!(hfi1_tid_setup_hw_flow(rcd, h(i)), 0, "qp {i}");
+            assert_eq!(setup(i), 0, "qp {i}");
         }
-        assert_eq!(hfi1_tid_setup_hw_flow(rcd, h(32)), EAGAIN);
-        assert_eq!(hfi1_tid_setup_hw_flow(rcd, h(33)), EAGAIN);
+        assert_eq!(setup(32), EAGAIN);
+        assert_eq!(setup(33), EAGAIN);
         assert_eq!(hfi1_tid_qp_waiting(h(32)), 1);
         assert_eq!(
             (*qps[32]).refs.load(Ordering::Acquire),
@@ -239,16 +298,16 @@ fn engine_through_the_c_abi() {
         assert_eq!((s.flows_used, s.flow_waiters), (32, 2));
 
         // Flush the second waiter while queued: off the queue, reference back.
-        assert_eq!(hfi1_tid_flush_wait(rcd, h(33)), 0);
+        assert_eq!(with_s_lock(qps[33], || hfi1_tid_flush_wait(rcd, h(33))), 0);
         assert_eq!(hfi1_tid_qp_waiting(h(33)), 0);
         assert_eq!((*qps[33]).refs.load(Ordering::Acquire), 1);
 
         // Releasing a flow wakes the head through its trigger work.
-        assert_eq!(hfi1_tid_clear_hw_flow(rcd, h(0)), 0);
+        assert_eq!(clear(0), 0);
         assert_eq!(run_triggers(), 1);
         assert_eq!((*qps[32]).sends.load(Ordering::Relaxed), 1);
         assert_eq!((*qps[33]).sends.load(Ordering::Relaxed), 0);
-        assert_eq!(hfi1_tid_setup_hw_flow(rcd, h(32)), 0);
+        assert_eq!(setup(32), 0);
         assert_eq!(hfi1_tid_qp_waiting(h(32)), 0);
         assert_eq!((*qps[32]).refs.load(Ordering::Acquire), 1);
 
@@ -263,29 +322,36 @@ fn engine_through_the_c_abi() {
             .collect();
         let a = sges(0x10_0000, 8);
         let b = sges(0x40_0000, 8);
-        assert_eq!(hfi1_tid_exp_rcv_setup(rcd, h(1), reqs[0], a.as_ptr(), 8), 0);
+        assert_eq!(seg_setup(1, reqs[0], &a), 0);
         assert_eq!(DMA_LIVE.load(Ordering::Relaxed), 8);
-        assert_eq!(
-            hfi1_tid_exp_rcv_setup(rcd, h(2), reqs[1], b.as_ptr(), 8),
-            EAGAIN
-        );
+        assert_eq!(seg_setup(2, reqs[1], &b), EAGAIN);
         let s = stats();
         assert_eq!((s.groups_full, s.rarr_waiters), (1, 1));
         // A second segment of the same request does not fit n_flows = 1.
-        assert_eq!(
-            hfi1_tid_exp_rcv_setup(rcd, h(1), reqs[0], a.as_ptr(), 8),
-            EINVAL
-        );
-        // Busy request cannot be freed.
+        assert_eq!(seg_setup(1, reqs[0], &a), EINVAL);
+        // Busy request cannot be freed, nor its flow records.
         assert_eq!(hfi1_tid_req_destroy(reqs[0]), EBUSY);
+        assert_eq!(
+            with_s_lock(qps[1], || hfi1_tid_free_flows(h(1), reqs[0])),
+            EBUSY
+        );
         // The waiting segment stays mapped for its retry.
         assert_eq!(DMA_LIVE.load(Ordering::Relaxed), 16);
-        assert_eq!(hfi1_tid_exp_rcv_clear(rcd, h(1), reqs[0]), 0);
+        assert_eq!(seg_clear(1, reqs[0]), 0);
         assert_eq!(DMA_LIVE.load(Ordering::Relaxed), 8);
         assert_eq!(run_triggers(), 1);
         assert_eq!((*qps[2]).sends.load(Ordering::Relaxed), 1);
-        assert_eq!(hfi1_tid_exp_rcv_setup(rcd, h(2), reqs[1], b.as_ptr(), 8), 0);
-        assert_eq!(hfi1_tid_exp_rcv_clear_all(rcd, h(2), reqs[1]), 0);
+        assert_eq!(seg_setup(2, reqs[1], &b), 0);
+        assert_eq!(
+            with_s_lock(qps[2], || hfi1_tid_exp_rcv_clear_all(rcd, h(2), reqs[1])),
+            0
+        );
+        // The records go (a recycled WQE) and come back for the next use.
+        assert_eq!(
+            with_s_lock(qps[1], || hfi1_tid_free_flows(h(1), reqs[0])),
+            0
+        );
+        assert_eq!(hfi1_tid_req_alloc_flows(reqs[0]), 0);
         assert_eq!(DMA_LIVE.load(Ordering::Relaxed), 0);
         assert!(TIDS.load(Ordering::Relaxed) >= 16);
         for r in reqs {
@@ -295,7 +361,7 @@ fn engine_through_the_c_abi() {
         // A context still holding flows cannot go.
         assert_eq!(hfi1_tid_ctx_destroy(rcd), EBUSY);
         for i in 0..34 {
-            assert_eq!(hfi1_tid_clear_hw_flow(rcd, h(i)), 0);
+            assert_eq!(clear(i), 0);
         }
         run_triggers();
         let s = stats();
@@ -312,21 +378,19 @@ fn engine_through_the_c_abi() {
         let wt = hfi1_tid_wt_create(40, 1, 1);
         assert!(!wt.is_null());
         let sends = (*qps[5]).sends.load(Ordering::Relaxed);
-        assert_eq!(hfi1_tid_wt_acquire(wt, h(4), 0), 0);
-        assert_eq!(hfi1_tid_wt_acquire(wt, h(5), 0), EAGAIN);
-        assert_eq!(hfi1_tid_wt_stats(wt, h(4), 0), 1, "one waiter, no token");
+        let acquire = |i: usize| with_s_lock(qps[i], || hfi1_tid_wt_acquire(wt, h(i), 0));
+        let release = |i: usize| with_s_lock(qps[i], || hfi1_tid_wt_release(wt, h(i), 0));
+        assert_eq!(acquire(4), 0);
+        assert_eq!(acquire(5), EAGAIN);
+        assert_eq!(hfi1_tid_wt_stats(wt, 0), 1, "one waiter, no token");
         assert_eq!(hfi1_tid_wt_destroy(wt), EBUSY);
-        assert_eq!(hfi1_tid_wt_release(wt, h(4), 0), 0);
+        assert_eq!(release(4), 0);
         assert_eq!(run_triggers(), 1);
         assert_eq!((*qps[5]).sends.load(Ordering::Relaxed), sends + 1);
-        assert_eq!(hfi1_tid_wt_acquire(wt, h(5), 0), 0);
-        assert_eq!(hfi1_tid_wt_release(wt, h(5), 0), 0);
-        assert_eq!(
-            hfi1_tid_wt_release(wt, h(5), 0),
-            EINVAL,
-            "more tokens than made"
-        );
-        assert_eq!(hfi1_tid_wt_stats(wt, h(4), 0), 1 << 32);
+        assert_eq!(acquire(5), 0);
+        assert_eq!(release(5), 0);
+        assert_eq!(release(5), EINVAL, "more tokens than made");
+        assert_eq!(hfi1_tid_wt_stats(wt, 0), 1 << 32);
         assert_eq!(hfi1_tid_wt_destroy(wt), 0);
 
         assert_eq!(hfi1_tid_platform_unregister(), EBUSY, "objects are alive");
@@ -342,8 +406,18 @@ fn engine_through_the_c_abi() {
         assert_eq!(hfi1_tid_ctx_destroy(rcd), 0);
     }
     assert_eq!(hfi1_tid_live_objects(), 0);
-    #[cfg(feature = "sim")]
+    // Every held-lock entry asserted its s_lock, and every lock the engine
+    // owns was initialised with its level's class.
+    assert!(ASSERTED.load(Ordering::Relaxed) >= 80);
+    assert!(
+        INITS
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|n| n == "hfi1_tid_rcd_exp_lock")
+    );
     read_between_two_engines();
+    assert_eq!(hfi1_tid_live_objects(), 0);
     assert_eq!(hfi1_tid_platform_unregister(), 0);
     println!(
         "already-pending wake-ups: {}",
@@ -352,7 +426,6 @@ fn engine_through_the_c_abi() {
 }
 
 /// The READ test the self-test module runs, on this file's callbacks.
-#[cfg(feature = "sim")]
 fn read_between_two_engines() {
     use kmod_glue::readtest::{QPS, READS, ReadTestResult, hfi1_tid_read_test};
 

@@ -82,6 +82,7 @@ fn rust_to_c(t: &str) -> String {
     match t.as_str() {
         "" | "()" | "!" => "void".into(),
         "c_void" => "void".into(),
+        "c_char" => "char".into(),
         "bool" => "bool".into(),
         "u8" | "u16" | "u32" | "u64" => t.clone(),
         "i32" => "int".into(),

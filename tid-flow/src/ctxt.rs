@@ -6,7 +6,9 @@ use core::fmt;
 use core::ops::Deref;
 
 use hfi1_hal::Generation;
-use hfi1_hal::lock_order::{ExpLock, Guard, Lock, LockToken, NewRawSpinLock, RawSpinLock, SLock};
+use hfi1_hal::lock_order::{
+    ExpLock, Guard, Lock, LockLevel, LockToken, NewRawSpinLock, RawSpinLock, SLock,
+};
 use hfi1_hal::platform::{FlowTable, RcvArray};
 use hfi1_hal::services::{AllocContext, DmaMap, Memory, RandomSource};
 use qp_wait::{DevCounters, Membership, QueueKind, SFlags, SendState, WaitPlatform, WaitQueues};
@@ -104,12 +106,11 @@ pub struct CtxtParts<P: FlowPlatform> {
     pub dev: P::Dev,
 }
 
-impl<P: FlowPlatform> RcvCtxt<P>
-where
-    P::Lock: NewRawSpinLock,
-{
-    /// Builds a context: TID groups all free, every flow written disabled
-    /// with a random generation from `rng`, empty queues.
+impl<P: FlowPlatform> RcvCtxt<P> {
+    /// Builds a context around `exp_lock`, a raw lock the platform made
+    /// (the kernel's is initialised where it stays, with the `exp_lock`
+    /// class): TID groups all free, every flow written disabled with a
+    /// random generation from `rng`, empty queues.
     /// Kernel: `hfi1_alloc_ctxt_rcv_groups()` +
     /// `hfi1_kern_init_ctxt_generations()`.
     ///
@@ -117,18 +118,25 @@ where
     ///
     /// [`FlowError::Alloc`] for a bad group layout; [`FlowError::Wait`] if
     /// the waiter table cannot be allocated.
-    pub fn new(mut parts: CtxtParts<P>, rng: &mut impl RandomSource) -> Result<Self, FlowError> {
+    pub fn with_raw_lock(
+        mut parts: CtxtParts<P>,
+        exp_lock: P::Lock,
+        rng: &mut impl RandomSource,
+    ) -> Result<Self, FlowError> {
         let groups = TidGroups::new(parts.expected_base, parts.ngroups)?;
         let waiters = WaitQueues::new(parts.qp_slots)?;
         let flows = HwFlows::init(rng, &mut parts.chip);
         Ok(Self {
             ctxt: parts.ctxt,
-            exp_lock: Lock::new(ExpState {
-                chip: parts.chip,
-                flows,
-                groups,
-                waiters,
-            }),
+            exp_lock: Lock::with_raw(
+                exp_lock,
+                ExpState {
+                    chip: parts.chip,
+                    flows,
+                    groups,
+                    waiters,
+                },
+            ),
             sched: parts.sched,
             dma: parts.dma,
             mem: parts.mem,
@@ -136,28 +144,53 @@ where
         })
     }
 
-    /// Builds a context as [`RcvCtxt::new`] does and moves it into memory
-    /// from `alloc` (a context that may sleep: context creation).
-    /// Kernel: `hfi1_kern_exp_rcv_init()` inside the `kzalloc`ed
-    /// `hfi1_ctxtdata`.
-    ///
-    /// A platform whose lock must be initialised where it lives (the
-    /// kernel's `spinlock_t`) does that on the returned box, before the
-    /// context is shared.
+    /// Builds a context as [`RcvCtxt::with_raw_lock`] does and moves it
+    /// into memory from `alloc` (a context that may sleep: context
+    /// creation). Kernel: `hfi1_kern_exp_rcv_init()` inside the
+    /// `kzalloc`ed `hfi1_ctxtdata`.
     ///
     /// # Errors
     ///
-    /// As [`RcvCtxt::new`], and [`FlowError::NoMemory`] if the box cannot
-    /// be allocated.
+    /// As [`RcvCtxt::with_raw_lock`], and [`FlowError::NoMemory`] if the
+    /// box cannot be allocated.
+    pub fn try_new_in_with<M: Memory>(
+        alloc: &M,
+        parts: CtxtParts<P>,
+        exp_lock: P::Lock,
+        rng: &mut impl RandomSource,
+    ) -> Result<M::Boxed<Self>, FlowError> {
+        let ctx = Self::with_raw_lock(parts, exp_lock, rng)?;
+        alloc
+            .try_box(AllocContext::MaySleep, ctx)
+            .map_err(|_| FlowError::NoMemory)
+    }
+}
+
+impl<P: FlowPlatform> RcvCtxt<P>
+where
+    P::Lock: NewRawSpinLock,
+{
+    /// [`RcvCtxt::with_raw_lock`] with a fresh lock of a backend that can
+    /// make one by value (host and sim backends).
+    ///
+    /// # Errors
+    ///
+    /// As [`RcvCtxt::with_raw_lock`].
+    pub fn new(parts: CtxtParts<P>, rng: &mut impl RandomSource) -> Result<Self, FlowError> {
+        Self::with_raw_lock(parts, P::Lock::new_with_class(ExpLock::class()), rng)
+    }
+
+    /// [`RcvCtxt::try_new_in_with`] with a fresh lock, as [`RcvCtxt::new`].
+    ///
+    /// # Errors
+    ///
+    /// As [`RcvCtxt::try_new_in_with`].
     pub fn try_new_in<M: Memory>(
         alloc: &M,
         parts: CtxtParts<P>,
         rng: &mut impl RandomSource,
     ) -> Result<M::Boxed<Self>, FlowError> {
-        let ctx = Self::new(parts, rng)?;
-        alloc
-            .try_box(AllocContext::MaySleep, ctx)
-            .map_err(|_| FlowError::NoMemory)
+        Self::try_new_in_with(alloc, parts, P::Lock::new_with_class(ExpLock::class()), rng)
     }
 }
 

@@ -7,9 +7,9 @@
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 
-use hfi1_hal::lock_order::Lock;
+use hfi1_hal::lock_order::{Lock, LockToken, RawSpinLock, Unlocked};
 use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRandom, SimRef, SimScheduler};
-use qp_wait::{DevCounters, Qp, SendState, WaitPlatform};
+use qp_wait::{DevCounters, Qp, SGuard, SendState, WaitPlatform};
 
 use crate::{CtxtParts, FlowError, FlowPlatform, QpFlowState, RcvCtxt};
 
@@ -52,6 +52,40 @@ impl FlowPlatform for SimPlatform {
     type Dma = SimDma;
     type Mem = SimAllocator;
     type Dev = Arc<DevCounters>;
+}
+
+/// Calls `entry` the way the driver calls the engine: the caller takes the
+/// QP's `s_lock` itself (`spin_lock_irqsave(&qp->s_lock)`, here on the raw
+/// lock), and the entry point works on a guard made over the lock it holds
+/// ([`Lock::assume_held`], checked by the runtime checker), which does not
+/// release it; the caller unlocks after `entry` returns.
+///
+/// `root` is the caller's proof that it holds no lock of the order.
+///
+/// # Locking
+///
+/// Takes `qp`'s `s_lock` (as the driver's caller); `entry` runs with it
+/// held.
+pub fn with_s_lock_held<P: WaitPlatform, T>(
+    qp: &Qp<P>,
+    root: &mut LockToken<'_, Unlocked>,
+    entry: impl FnOnce(&mut SGuard<'_, P>) -> T,
+) -> T {
+    let raw = qp.s_lock.raw();
+    let flags = raw.lock_irqsave();
+    let out = {
+        // SAFETY: this context took the lock just above, holding nothing
+        // else of the order (`root`), and releases it only after the guard
+        // is gone; nothing else reaches the QP's state meanwhile (the lock
+        // excludes other contexts, and this one only goes through the
+        // guard).
+        let mut g = unsafe { qp.s_lock.assume_held(root) };
+        entry(&mut g)
+    };
+    // SAFETY: taken above in this context, with these flags; the guard made
+    // over it is gone.
+    unsafe { raw.unlock_irqrestore(flags) };
+    out
 }
 
 /// A new sim QP (the returned reference is its creator's).

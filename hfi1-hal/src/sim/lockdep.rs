@@ -1,17 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! The runtime lock-order checker (lockdep's job in the kernel).
 //!
-//! [`CheckedSpinLock`] is the sim platform's lock backend. Each context
-//! (thread) keeps the stack of locks it holds; taking a lock whose class
-//! rank is not above every held lock's rank is a violation: an s_lock under
-//! exp_lock, a second s_lock, exp_lock taken twice. So is minting a root
-//! [`LockToken`](crate::lock_order::LockToken) while a lock is held. A
-//! violation panics with both lock names, like a lockdep splat, so the test
-//! that caused it fails; [`violations`] counts them as well.
+//! [`CheckedSpinLock`] is the sim platform's lock backend; the checker
+//! hooks into the order through it alone (the lock-order core knows
+//! nothing of it). Each context (thread) keeps the stack of locks it holds,
+//! in the order it took them. A violation panics with the lock names, like
+//! a lockdep splat, so the test that caused it fails; [`violations`] counts
+//! them as well. What it reports:
+//!
+//! - taking a lock whose class rank is not above every held lock's rank:
+//!   an s_lock under exp_lock, an r_lock under an s_lock, a second s_lock,
+//!   exp_lock taken twice;
+//! - a lock taken with a token that does not match what the thread holds
+//!   ([`RawSpinLock::before_lock`]): a second root token used while a lock
+//!   is held, or a level's token used after a later lock was taken;
+//! - a guard made over a lock "the caller holds" when this thread does not
+//!   hold it, or holds more than the token says
+//!   ([`RawSpinLock::assert_held`], the driver's `lockdep_assert_held`);
+//! - an unlock by a context that does not hold the lock.
 //!
 //! The types make most violations impossible to write; this checker
 //! catches what they cannot see (a second root token, a lock taken through
-//! platform code, an unlock by the wrong context).
+//! platform code, the contract of a held-lock guard).
 //!
 //! Host only (feature `std`): it needs per-thread storage. Under loom the
 //! plain [`SpinLock`] is used (loom runs all model threads on one OS thread
@@ -21,7 +31,7 @@
 use std::cell::RefCell;
 use std::vec::Vec;
 
-use crate::lock_order::{LockClass, NewRawSpinLock, RawSpinLock};
+use crate::lock_order::{LockClass, NewRawSpinLock, RawSpinLock, UNLOCKED_CLASS};
 use crate::sync::SpinLock;
 use crate::sync::atomic::{AtomicU64, Ordering};
 
@@ -31,6 +41,7 @@ std::thread_local! {
 
 static VIOLATIONS: AtomicU64 = AtomicU64::new(0);
 static ACQUIRES: AtomicU64 = AtomicU64::new(0);
+static ASSUMED: AtomicU64 = AtomicU64::new(0);
 
 /// Lock-order violations seen by this process so far.
 pub fn violations() -> u64 {
@@ -40,6 +51,12 @@ pub fn violations() -> u64 {
 /// Checked acquisitions so far (proof that the checker ran).
 pub fn acquisitions() -> u64 {
     ACQUIRES.load(Ordering::Relaxed)
+}
+
+/// Guards made over a lock the caller held, checked so far (proof that an
+/// entry point ran the way the driver enters it).
+pub fn assumed_held() -> u64 {
+    ASSUMED.load(Ordering::Relaxed)
 }
 
 /// Locks the calling thread holds now.
@@ -52,16 +69,13 @@ fn violation(msg: core::fmt::Arguments<'_>) -> ! {
     panic!("lock-order violation: {msg}");
 }
 
-/// Called when a root token is made: the thread must hold no lock.
-pub(crate) fn on_root() {
-    HELD.with(|h| {
-        if let Some((c, _)) = h.borrow().last() {
-            violation(format_args!(
-                "root lock token made while holding {}",
-                c.name
-            ));
-        }
-    });
+/// True if `token` names what the thread holds on top of `below`: nothing
+/// for the root, else a lock of that class.
+fn token_matches(below: Option<&(&'static LockClass, usize)>, token: &'static LockClass) -> bool {
+    match below {
+        None => *token == UNLOCKED_CLASS,
+        Some((c, _)) => *c == token,
+    }
 }
 
 /// A spin lock that checks the lock order on every acquisition.
@@ -92,12 +106,15 @@ unsafe impl RawSpinLock for CheckedSpinLock {
         HELD.with(|h| {
             for (c, held_id) in h.borrow().iter() {
                 if *held_id == id {
-                    violation(format_args!("{} taken twice (self-deadlock)", c.name));
+                    violation(format_args!("{} taken twice (self-deadlock)", c.name_str()));
                 }
                 if c.rank >= self.class.rank {
                     violation(format_args!(
                         "{} (rank {}) taken while holding {} (rank {})",
-                        self.class.name, self.class.rank, c.name, c.rank
+                        self.class.name_str(),
+                        self.class.rank,
+                        c.name_str(),
+                        c.rank
                     ));
                 }
             }
@@ -117,12 +134,54 @@ unsafe impl RawSpinLock for CheckedSpinLock {
                 }
                 None => violation(format_args!(
                     "{} released by a context that does not hold it",
-                    self.class.name
+                    self.class.name_str()
                 )),
             }
         });
         // SAFETY: forwarded contract: the caller holds the lock.
         unsafe { self.inner.unlock_irqrestore(flags) };
+    }
+
+    fn before_lock(&self, token: &'static LockClass) {
+        HELD.with(|h| {
+            let h = h.borrow();
+            if !token_matches(h.last(), token) {
+                let held = h.last().map_or("nothing", |(c, _)| c.name_str());
+                violation(format_args!(
+                    "{} taken with a {} token while the thread holds {} on top",
+                    self.class.name_str(),
+                    token.name_str(),
+                    held
+                ));
+            }
+        });
+    }
+
+    fn assert_held(&self, token: &'static LockClass) {
+        let id = self.id();
+        HELD.with(|h| {
+            let h = h.borrow();
+            let n = h.len();
+            match h.last() {
+                Some((_, top)) if *top == id => {}
+                Some(_) if h.iter().any(|(_, i)| *i == id) => violation(format_args!(
+                    "{} assumed held, but the thread took another lock after it",
+                    self.class.name_str()
+                )),
+                _ => violation(format_args!(
+                    "{} assumed held by a context that does not hold it",
+                    self.class.name_str()
+                )),
+            }
+            if !token_matches(n.checked_sub(2).and_then(|i| h.get(i)), token) {
+                violation(format_args!(
+                    "{} assumed held with a {} token, but the thread holds more",
+                    self.class.name_str(),
+                    token.name_str()
+                ));
+            }
+        });
+        ASSUMED.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -138,40 +197,122 @@ impl NewRawSpinLock for CheckedSpinLock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lock_order::{ExpLock, LockLevel, SLock};
+    use crate::lock_order::{
+        ExpLock, Lock, LockLevel, LockToken, R_LOCK_CLASS, RLock, S_LOCK_CLASS, SLock,
+    };
 
     #[test]
     fn in_order_is_quiet_and_out_of_order_panics() {
-        let s = CheckedSpinLock::new_with_class(SLock::CLASS);
-        let s2 = CheckedSpinLock::new_with_class(SLock::CLASS);
-        let e = CheckedSpinLock::new_with_class(ExpLock::CLASS);
+        let s = CheckedSpinLock::new_with_class(SLock::class());
+        let s2 = CheckedSpinLock::new_with_class(SLock::class());
+        let e = CheckedSpinLock::new_with_class(ExpLock::class());
+        let r = CheckedSpinLock::new_with_class(RLock::class());
+        r.lock_irqsave();
         s.lock_irqsave();
         e.lock_irqsave();
-        assert_eq!(held_by_this_thread(), 2);
-        // SAFETY: both held by this thread.
+        assert_eq!(held_by_this_thread(), 3);
+        // SAFETY: all three held by this thread.
         unsafe {
             e.unlock_irqrestore(());
             s.unlock_irqrestore(());
+            r.unlock_irqrestore(());
         }
         assert_eq!(held_by_this_thread(), 0);
 
         // exp_lock, then an s_lock: must panic.
-        let r = std::panic::catch_unwind(|| {
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             e.lock_irqsave();
             s.lock_irqsave();
-        });
-        assert!(r.is_err());
+        }));
+        assert!(res.is_err());
         // SAFETY: `e` is held by this thread (the panic came before `s`).
         unsafe { e.unlock_irqrestore(()) };
         // Two s_locks: must panic.
-        let r = std::panic::catch_unwind(|| {
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             s.lock_irqsave();
             s2.lock_irqsave();
-        });
-        assert!(r.is_err());
+        }));
+        assert!(res.is_err());
+        // An r_lock under the s_lock: must panic.
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.lock_irqsave()));
+        assert!(res.is_err());
         // SAFETY: `s` is held by this thread.
         unsafe { s.unlock_irqrestore(()) };
         assert_eq!(held_by_this_thread(), 0);
-        assert!(violations() >= 2);
+        assert!(violations() >= 3);
+    }
+
+    #[test]
+    fn a_second_root_used_under_a_guard_is_reported() {
+        let a: Lock<SLock, CheckedSpinLock, u32> = Lock::new(0);
+        let b: Lock<SLock, CheckedSpinLock, u32> = Lock::new(0);
+        let mut root = LockToken::root();
+        let g = a.lock(&mut root);
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut second = LockToken::root();
+            drop(b.lock(&mut second));
+        }));
+        assert!(res.is_err());
+        drop(g);
+        assert_eq!(held_by_this_thread(), 0);
+    }
+
+    #[test]
+    fn assumed_held_needs_the_lock_on_top_and_nothing_more() {
+        let s: Lock<SLock, CheckedSpinLock, u32> = Lock::new(0);
+        let r: Lock<RLock, CheckedSpinLock, u32> = Lock::new(0);
+        let before = assumed_held();
+        // Not held at all.
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut root = LockToken::root();
+            // SAFETY: deliberately broken contract; the checker refuses it
+            // before any data is touched.
+            drop(unsafe { s.assume_held(&mut root) });
+        }));
+        assert!(res.is_err());
+        // Held, as the driver's caller holds it: accepted and counted.
+        s.raw().lock_irqsave();
+        {
+            let mut root = LockToken::root();
+            // SAFETY: this thread holds `s` and nothing else of the order.
+            let mut g = unsafe { s.assume_held(&mut root) };
+            *g = 1;
+        }
+        assert_eq!(assumed_held(), before + 1);
+        // Held under an r_lock the root token does not account for.
+        // SAFETY: `s` is held by this thread.
+        unsafe { s.raw().unlock_irqrestore(()) };
+        r.raw().lock_irqsave();
+        s.raw().lock_irqsave();
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut root = LockToken::root();
+            // SAFETY: deliberately broken contract (the thread holds more
+            // than the token says); refused before the data is touched.
+            drop(unsafe { s.assume_held(&mut root) });
+        }));
+        assert!(res.is_err());
+        // SAFETY: both held by this thread.
+        unsafe {
+            s.raw().unlock_irqrestore(());
+            r.raw().unlock_irqrestore(());
+        }
+        // With the r_lock taken through its guard, the r_lock's token is
+        // the right one (the receive path's READ_RESP handler: r_lock held,
+        // then s_lock).
+        {
+            let mut root = LockToken::root();
+            let mut rg = r.lock(&mut root);
+            s.raw().lock_irqsave();
+            // SAFETY: this thread holds `s`, taken while holding `r` only.
+            let g = unsafe { s.assume_held(rg.token()) };
+            assert_eq!(*g, 1);
+            drop(g);
+            // SAFETY: taken just above, in this context.
+            unsafe { s.raw().unlock_irqrestore(()) };
+        }
+        assert_eq!(held_by_this_thread(), 0);
+        assert_eq!(assumed_held(), before + 2);
+        assert_eq!(R_LOCK_CLASS.name, c"hfi1_tid_qp_r_lock");
+        assert_eq!(S_LOCK_CLASS.rank, 2);
     }
 }

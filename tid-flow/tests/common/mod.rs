@@ -6,7 +6,9 @@
 //! The "send engine" of a QP is [`World::engine`]; it runs with the QP's
 //! s_lock held. In-flight segments complete on the "receive path"
 //! ([`World::complete`]), which also runs under the QP's s_lock, like the
-//! driver's receive interrupt. The driver never retries a waiting QP by
+//! driver's receive interrupt. Both enter the engine as the driver does:
+//! the caller takes the s_lock and the engine works on a guard made over
+//! the held lock (`tid_flow::sim::with_s_lock_held`). The driver never retries a waiting QP by
 //! itself: a QP that got EAGAIN runs again only when a wake-up (a trigger
 //! work item or a send-engine request from the scheduler) names it. A lost
 //! wake-up therefore shows up as a run that stops with work left.
@@ -21,8 +23,8 @@ use hfi1_hal::lock_order::{LockToken, Unlocked};
 use hfi1_hal::services::RandomSource;
 use hfi1_hal::services::{AllocContext, QpRef};
 use hfi1_hal::sim::SimRandom;
-use qp_wait::{Membership, QueueKind, flush_wait, trigger_resume};
-use tid_flow::sim::{SimPlatform, SimQp, new_ctxt, new_qp};
+use qp_wait::{Membership, QueueKind, SGuard, flush_wait, trigger_resume};
+use tid_flow::sim::{SimPlatform, SimQp, new_ctxt, new_qp, with_s_lock_held};
 use tid_flow::{
     FlowError, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, exp_rcv_clear, exp_rcv_clear_all,
     exp_rcv_setup, setup_hw_flow,
@@ -232,7 +234,11 @@ impl World {
     /// The QP's send engine: a few steps with its s_lock held.
     pub fn engine(&self, slot: u32, root: &mut LockToken<'_, Unlocked>) -> Step {
         let qp = &self.qps[slot as usize];
-        let mut g = qp.s_lock.lock(root);
+        with_s_lock_held(qp, root, |g| self.engine_locked(slot, g))
+    }
+
+    fn engine_locked(&self, slot: u32, g: &mut SGuard<'_, SimPlatform>) -> Step {
+        let qp = &self.qps[slot as usize];
         let mut job = self.jobs[slot as usize].lock().unwrap();
         let job = &mut *job;
         if job.phase != Phase::Active {
@@ -257,8 +263,8 @@ impl World {
         };
         if job.to_setup == 0 && job.req.in_flight() == 0 {
             // Request finished: release the flow, free the records.
-            clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(&mut g));
-            exp_rcv_clear_all(&self.rcd, &mut job.req, qp, QpLocked::from_guard(&mut g));
+            clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(g));
+            exp_rcv_clear_all(&self.rcd, &mut job.req, qp, QpLocked::from_guard(g));
             job.req.clean_swqe().unwrap();
             if job.requests_left == 0 {
                 job.phase = Phase::Done;
@@ -270,7 +276,7 @@ impl World {
             return Step::Yield;
         }
         if job.to_setup > 0 && job.req.in_flight() < self.shape.depth {
-            if let Err(e) = setup_hw_flow(&self.rcd, qp, QpLocked::from_guard(&mut g)) {
+            if let Err(e) = setup_hw_flow(&self.rcd, qp, QpLocked::from_guard(g)) {
                 assert_eq!(e, FlowError::Again);
                 return self.waiting(slot, job);
             }
@@ -279,7 +285,7 @@ impl World {
                 &self.rcd,
                 &mut job.req,
                 qp,
-                QpLocked::from_guard(&mut g),
+                QpLocked::from_guard(g),
                 &job.sges,
             ) {
                 Ok(()) => {
@@ -310,13 +316,24 @@ impl World {
     /// The receive path: the oldest in-flight segment of `slot` completes.
     pub fn complete(&self, slot: u32, root: &mut LockToken<'_, Unlocked>) {
         let qp = &self.qps[slot as usize];
-        let mut g = qp.s_lock.lock(root);
+        // The receive path wakes its own send engine when there is more to
+        // do (as the RC layer schedules the send engine on an ACK), but not
+        // a QP that waits on a queue: that one must be woken by the queue.
+        if with_s_lock_held(qp, root, |g| self.complete_locked(slot, g)) == Some(false) {
+            self.mark(slot);
+        }
+    }
+
+    /// [`World::complete`] under the s_lock; whether the QP waits on a
+    /// queue, if a segment completed.
+    fn complete_locked(&self, slot: u32, g: &mut SGuard<'_, SimPlatform>) -> Option<bool> {
+        let qp = &self.qps[slot as usize];
         let mut job = self.jobs[slot as usize].lock().unwrap();
         let job = &mut *job;
         if job.phase != Phase::Active || job.req.in_flight() == 0 {
-            return;
+            return None;
         }
-        exp_rcv_clear(&self.rcd, &mut job.req, qp, QpLocked::from_guard(&mut g)).unwrap();
+        exp_rcv_clear(&self.rcd, &mut job.req, qp, QpLocked::from_guard(g)).unwrap();
         job.done_segs += 1;
         self.progress.fetch_add(1, Ordering::Relaxed);
         // Every few segments the flow goes back (a SYNC point), so flows
@@ -325,29 +342,27 @@ impl World {
         // keeps its flow, as the requester does.)
         let waiting = g.waiting();
         if job.req.in_flight() == 0 && job.done_segs % 3 == 0 && !waiting {
-            clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(&mut g));
+            clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(g));
         }
-        // The receive path wakes its own send engine when there is more to
-        // do (as the RC layer schedules the send engine on an ACK), but not
-        // a QP that waits on a queue: that one must be woken by the queue.
-        drop(g);
-        if !waiting {
-            self.mark(slot);
-        }
+        Some(waiting)
     }
 
     /// Destroys QP `slot` in the middle of the run (reset: flush its wait,
     /// tear down every segment and its flow).
     pub fn destroy(&self, slot: u32, root: &mut LockToken<'_, Unlocked>) {
         let qp = &self.qps[slot as usize];
-        let mut g = qp.s_lock.lock(root);
+        with_s_lock_held(qp, root, |g| self.destroy_locked(slot, g));
+    }
+
+    fn destroy_locked(&self, slot: u32, g: &mut SGuard<'_, SimPlatform>) {
+        let qp = &self.qps[slot as usize];
         let mut job = self.jobs[slot as usize].lock().unwrap();
         if job.phase != Phase::Active {
             return;
         }
-        flush_wait::<SimPlatform, _>(qp, &mut g, &self.rcd.exp_lock, &self.rcd.sched);
-        exp_rcv_clear_all(&self.rcd, &mut job.req, qp, QpLocked::from_guard(&mut g));
-        clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(&mut g));
+        flush_wait::<SimPlatform, _>(qp, g, &self.rcd.exp_lock, &self.rcd.sched);
+        exp_rcv_clear_all(&self.rcd, &mut job.req, qp, QpLocked::from_guard(g));
+        clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(g));
         job.req.clean_swqe().unwrap();
         job.phase = Phase::Destroyed;
         self.destroyed.fetch_add(1, Ordering::Relaxed);
@@ -506,6 +521,9 @@ impl World {
             }
         }
         assert_eq!(hfi1_hal::sim::lockdep::violations(), 0);
+        // The engine was entered as the driver enters it: on guards made
+        // over the s_lock the caller held, each checked by the checker.
+        assert!(hfi1_hal::sim::lockdep::assumed_held() > 0);
     }
 
     /// Sum of queue enqueues (to show a scenario really contended).
