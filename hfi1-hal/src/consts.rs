@@ -84,8 +84,11 @@ pub const OP_TID_RDMA_RESYNC: u8 = TID_OP_BASE + 6;
 /// Kernel: `IB_OPCODE_TID_RDMA_ACK`.
 pub const OP_TID_RDMA_ACK: u8 = TID_OP_BASE + 7;
 
-/// Kernel: `HFI1_S_WAIT_TID_SPACE`, the QP flag set while it waits on a queue.
-pub const S_WAIT_TID_SPACE: u32 = 0x0800_0000;
+/// Kernel: `HFI1_S_WAIT_TID_SPACE` (`qp.h`, BIT(28)), the QP flag set in
+/// `qp->s_flags` while it waits on a queue. Not `HFI1_S_WAIT_TID_RESP`
+/// (BIT(27)); the driver's adapter checks the value against the header of
+/// the kernel it is built for.
+pub const S_WAIT_TID_SPACE: u32 = 1 << 28;
 
 // The checks the C driver makes with BUILD_BUG_ON, and the ones our array
 // capacities rely on.

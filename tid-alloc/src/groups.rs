@@ -26,7 +26,7 @@ use hfi1_hal::consts::{
     MAX_PAGESETS, MAX_TID_GROUPS, PAGE_SHIFT, TID_GROUP_FULL_MAP, TID_GROUP_SIZE,
 };
 use hfi1_hal::services::try_fill_vec;
-use hfi1_hal::{RcvArray, RcvType, TidEntry};
+use hfi1_hal::{RcvArray, RcvType, TidCtrl, TidEntry};
 
 use crate::AllocError;
 use crate::pageset::PageSet;
@@ -307,6 +307,180 @@ fn owns_all(owners: &[u32; TID_GROUP_SIZE], taken: u8, ticket: u32) -> bool {
 #[inline]
 const fn group_base(expected_base: u32, g: u16) -> u32 {
     expected_base.wrapping_add((g as u32).wrapping_mul(TID_GROUP_SIZE as u32))
+}
+
+/// Packets per TID entry at one path MTU: the driver rounds
+/// `pages / (pmtu / 4096)` up with a shift by log2 of the pages per packet
+/// (exact for the power-of-two MTUs; 10240 counts as 2 pages).
+#[derive(Debug, Clone, Copy)]
+struct PacketShape {
+    pmtu_pages: u32,
+    shift: u32,
+}
+
+impl PacketShape {
+    /// The shape of `pmtu`; [`AllocError::BadPmtu`] below 4096.
+    fn new(pmtu: u32) -> Result<Self, AllocError> {
+        let pmtu_pages = pmtu >> PAGE_SHIFT;
+        match pmtu_pages.checked_ilog2() {
+            Some(shift) => Ok(Self { pmtu_pages, shift }),
+            None => Err(AllocError::BadPmtu(pmtu)),
+        }
+    }
+
+    /// Packets a TID entry of `pages` pages takes.
+    /// Kernel: `(npages + pmtu_pg - 1) >> ilog2(pmtu_pg)`.
+    #[inline(always)]
+    fn packets(self, pages: u32) -> u32 {
+        pages.wrapping_add(self.pmtu_pages - 1) >> self.shift
+    }
+}
+
+/// Where one group's RcvArray pairs are: the absolute index of its first
+/// entry and the pair index (relative to the expected base) of its first
+/// pair.
+#[derive(Debug, Clone, Copy)]
+struct GroupPairs {
+    abs_base: u32,
+    pair_base: u32,
+}
+
+impl GroupPairs {
+    /// Appends the TID entry of pair `p` (CTRL, pages) and its packets.
+    /// Kernel: the `EXP_TID_SET(IDX | CTRL | LEN)` of
+    /// `kern_program_rcv_group()`.
+    #[inline(always)]
+    fn push_entry(
+        self,
+        p: u8,
+        ctrl: TidCtrl,
+        pages: u32,
+        shape: PacketShape,
+        out: &mut Programmed,
+    ) {
+        let idx = self.pair_base.wrapping_add(u32::from(p));
+        // Cannot fail: idx < 1024 (at most 256 groups, asserted above) and
+        // pages <= 1024 (two sets of at most 512, checked by
+        // `check_program`). Should it, the entry would read LEN 0, which
+        // the peer rejects, rather than name other entries.
+        let entry = TidEntry::new(idx, ctrl, pages).unwrap_or(TidEntry::from_raw(0));
+        // Cannot fail: at most one TID entry per page set.
+        let _ = out.tid_entries.try_push(entry);
+        out.npkts = out.npkts.wrapping_add(shape.packets(pages));
+    }
+
+    /// Programs both entries of pair `p` with `a` and `b` (a filler in the
+    /// odd slot makes CTRL 1: the driver looks at the set it just
+    /// programmed).
+    #[inline(always)]
+    fn put_both(
+        self,
+        rcv: &mut impl RcvArray,
+        p: u8,
+        a: &PageSet,
+        b: &PageSet,
+        shape: PacketShape,
+        out: &mut Programmed,
+    ) {
+        let even = self.abs_base.wrapping_add(2 * u32::from(p));
+        put_set(rcv, even, a);
+        put_set(rcv, even.wrapping_add(1), b);
+        let ctrl = if b.is_filler() {
+            TidCtrl::Even
+        } else {
+            TidCtrl::Pair
+        };
+        let pages = u32::from(a.count).wrapping_add(u32::from(b.count));
+        self.push_entry(p, ctrl, pages, shape, out);
+    }
+
+    /// Pair `p` as the two bits of the node's `taken` map say:
+    /// - neither taken: two write-combining fills;
+    /// - only the even one: one TID entry, CTRL 1;
+    /// - only the odd one: one TID entry, CTRL 2 (1 for a filler);
+    /// - both: one TID entry for the pair, CTRL 3, LEN = both sets.
+    ///
+    /// This is the driver's entry-by-entry `pair` logic: an even entry
+    /// starts a pair exactly when it and the next one are both taken by
+    /// this node.
+    #[inline(always)]
+    fn put_pair(
+        self,
+        rcv: &mut impl RcvArray,
+        p: u8,
+        bits: u8,
+        sets: &mut core::slice::Iter<'_, PageSet>,
+        shape: PacketShape,
+        out: &mut Programmed,
+    ) {
+        let even = self.abs_base.wrapping_add(2 * u32::from(p));
+        let odd = even.wrapping_add(1);
+        let mut next = || sets.next().copied().unwrap_or(PageSet::FILLER);
+        match bits {
+            0 => {
+                rcv.wc_fill(even);
+                rcv.wc_fill(odd);
+            }
+            1 => {
+                let a = next();
+                put_set(rcv, even, &a);
+                rcv.wc_fill(odd);
+                self.push_entry(p, TidCtrl::Even, u32::from(a.count), shape, out);
+            }
+            2 => {
+                rcv.wc_fill(even);
+                let b = next();
+                put_set(rcv, odd, &b);
+                let ctrl = if b.is_filler() {
+                    TidCtrl::Even
+                } else {
+                    TidCtrl::Odd
+                };
+                self.push_entry(p, ctrl, u32::from(b.count), shape, out);
+            }
+            _ => {
+                let (a, b) = (next(), next());
+                self.put_both(rcv, p, &a, &b, shape, out);
+            }
+        }
+    }
+}
+
+/// The nodes [`TidGroups::allocate`]'s passes have chosen so far.
+struct Picker<'a> {
+    nodes: &'a mut ArrayVec<TidNode, MAX_PAGESETS>,
+    /// Entries found so far.
+    taken: usize,
+    /// Entries wanted (one per page set).
+    n: usize,
+}
+
+impl Picker<'_> {
+    /// Takes `cnt` entries of group `group`, whose map is `map` now.
+    ///
+    /// Every node takes at least one entry and the passes stop once
+    /// `n <= 64` entries are found, so `nodes` cannot overflow; should it,
+    /// the allocation fails cleanly.
+    fn add(&mut self, group: u16, map: u8, cnt: u8) -> Result<(), AllocError> {
+        self.nodes
+            .try_push(TidNode::new(group, map, cnt))
+            .map_err(|_| AllocError::NoSpace)?;
+        self.taken += usize::from(cnt);
+        Ok(())
+    }
+
+    /// True once enough entries are found.
+    fn done(&self) -> bool {
+        self.taken >= self.n
+    }
+}
+
+/// Where pass 1 stopped: the last group it took, and whether it ran off
+/// the end of the free list.
+#[derive(Debug, Clone, Copy)]
+struct WholePass {
+    last: Option<u16>,
+    ran_off: bool,
 }
 
 /// The TID groups of one receive context.
@@ -654,76 +828,89 @@ impl TidGroups {
         if n % 2 == 1 {
             return Err(AllocError::OddPageSets(n));
         }
-        // Every node takes at least one entry and the passes stop once
-        // `n <= 64` entries are found, so `nodes` cannot overflow; should it,
-        // the allocation fails cleanly.
-        let mut add = |group: u16, map: u8, cnt: u8| {
-            nodes
-                .try_push(TidNode::new(group, map, cnt))
-                .map_err(|_| AllocError::NoSpace)
+        let mut pick = Picker { nodes, taken: 0, n };
+        let whole = self.pick_whole_groups(&mut pick)?;
+        if pick.done() {
+            return Ok(());
+        }
+        self.pick_used_groups(&mut pick)?;
+        if pick.done() {
+            return Ok(());
+        }
+        self.pick_one_more_free(&mut pick, whole)
+    }
+
+    /// Pass 1 of [`Self::allocate`]: whole free groups, head first, `n / 8`
+    /// of them. Kernel: the "complete groups" loop of `kern_alloc_tids()`.
+    fn pick_whole_groups(&self, pick: &mut Picker<'_>) -> Result<WholePass, AllocError> {
+        let mut pass = WholePass {
+            last: None,
+            ran_off: false,
         };
-        let mut taken = 0usize;
-        let mut whole = n / TID_GROUP_SIZE;
-        // Where pass 1 stopped: None = it did not run.
-        let mut last_whole: Option<u16> = None;
-        let mut ran_off = false;
-        let mut done = false;
-
-        if whole > 0 {
-            let mut g = self.head(GroupList::Free);
-            loop {
-                if g == NIL {
-                    ran_off = true;
-                    break;
-                }
-                add(g, self.counters(g).1, GROUP_SIZE)?;
-                taken += TID_GROUP_SIZE;
-                last_whole = Some(g);
-                whole -= 1;
-                if whole == 0 {
-                    break;
-                }
-                g = self.next_of(g);
-            }
-            done = taken >= n;
+        let mut whole = pick.n / TID_GROUP_SIZE;
+        if whole == 0 {
+            return Ok(pass);
         }
-
-        if !done {
-            let mut g = self.head(GroupList::Used);
-            while g != NIL {
-                let (used, map) = self.counters(g);
-                let room = GROUP_SIZE.saturating_sub(used) as usize;
-                let take = room.min(n - taken);
-                add(g, map, take as u8)?;
-                taken += take;
-                if taken >= n {
-                    done = true;
-                    break;
-                }
-                g = self.next_of(g);
-            }
-        }
-
-        if !done {
-            if ran_off {
-                return Err(AllocError::NoSpace);
-            }
-            let g = match last_whole {
-                None => self.head(GroupList::Free),
-                Some(last) => self.next_of(last),
-            };
+        let mut g = self.head(GroupList::Free);
+        loop {
             if g == NIL {
-                return Err(AllocError::NoSpace);
+                pass.ran_off = true;
+                return Ok(pass);
             }
-            let take = TID_GROUP_SIZE.min(n - taken);
-            add(g, self.counters(g).1, take as u8)?;
-            taken += take;
-            if taken < n {
-                return Err(AllocError::NoSpace);
+            pick.add(g, self.counters(g).1, GROUP_SIZE)?;
+            pass.last = Some(g);
+            whole -= 1;
+            if whole == 0 {
+                return Ok(pass);
             }
+            g = self.next_of(g);
         }
+    }
 
+    /// Pass 2: partly used groups, head first, each giving
+    /// `min(remaining, 8 - used)`, until enough are found. Kernel: the
+    /// "used groups" loop of `kern_alloc_tids()`.
+    fn pick_used_groups(&self, pick: &mut Picker<'_>) -> Result<(), AllocError> {
+        let mut g = self.head(GroupList::Used);
+        while g != NIL {
+            let (used, map) = self.counters(g);
+            let room = GROUP_SIZE.saturating_sub(used) as usize;
+            let take = room.min(pick.n - pick.taken);
+            pick.add(g, map, take as u8)?;
+            if pick.done() {
+                return Ok(());
+            }
+            g = self.next_of(g);
+        }
         Ok(())
+    }
+
+    /// Pass 3: the one free group after the last one pass 1 took (the head
+    /// of the free list if pass 1 took none), giving `min(remaining, 8)`;
+    /// not at all if pass 1 ran off the end of the free list (quirk 2).
+    /// Kernel: the "complete continue" step of `kern_alloc_tids()`.
+    fn pick_one_more_free(
+        &self,
+        pick: &mut Picker<'_>,
+        whole: WholePass,
+    ) -> Result<(), AllocError> {
+        if whole.ran_off {
+            return Err(AllocError::NoSpace);
+        }
+        let g = match whole.last {
+            None => self.head(GroupList::Free),
+            Some(last) => self.next_of(last),
+        };
+        if g == NIL {
+            return Err(AllocError::NoSpace);
+        }
+        let take = TID_GROUP_SIZE.min(pick.n - pick.taken);
+        pick.add(g, self.counters(g).1, take as u8)?;
+        if pick.done() {
+            Ok(())
+        } else {
+            Err(AllocError::NoSpace)
+        }
     }
 
     /// Checks that `alloc` was made by this context.
@@ -802,6 +989,25 @@ impl TidGroups {
     ) -> Result<(), AllocError> {
         out.tid_entries.clear();
         out.npkts = 0;
+        let shape = self.check_program(alloc, sets, pmtu)?;
+        let mut next_set = sets.iter();
+        for node in &alloc.nodes {
+            self.program_node(rcv, node, &mut next_set, shape, out);
+            self.take_entries(node, alloc.ticket);
+        }
+        self.in_use = self.in_use.wrapping_add(u32::from(alloc.nsets));
+        self.version = self.version.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Everything [`Self::program_into`] refuses, checked before anything
+    /// is written; the packet shape of the path MTU.
+    fn check_program(
+        &self,
+        alloc: &TidAlloc,
+        sets: &[PageSet],
+        pmtu: u32,
+    ) -> Result<PacketShape, AllocError> {
         self.check_owner(alloc)?;
         if alloc.version != self.version {
             return Err(AllocError::Stale);
@@ -822,124 +1028,78 @@ impl TidGroups {
                 });
             }
         }
-        let pmtu_pages = pmtu >> PAGE_SHIFT;
-        if pmtu_pages == 0 {
-            return Err(AllocError::BadPmtu(pmtu));
-        }
-        // The driver rounds up with a shift by log2 of the pages per packet
-        // (exact for the power-of-two MTUs; 10240 counts as 2 pages).
-        let pkt_shift = pmtu_pages.ilog2();
+        PacketShape::new(pmtu)
+    }
 
-        let mut npkts = 0u32;
-        let mut next_set = sets.iter();
-        for node in &alloc.nodes {
-            let g = node.group;
-            let Some(&Group { used, map, .. }) = self.groups.get(g as usize) else {
-                continue;
-            };
-            let taken = node.taken();
-            let rel_base = u32::from(g).wrapping_mul(TID_GROUP_SIZE as u32);
-            let abs_base = self.expected_base.wrapping_add(rel_base);
-            // The entries go by RcvArray pairs (i, i + 1), i even. Per pair,
-            // the two bits of `taken` say what the driver does:
-            // - neither taken: two write-combining fills;
-            // - only the even one: one TID entry, CTRL 1;
-            // - only the odd one: one TID entry, CTRL 2;
-            // - both: one TID entry for the pair, CTRL 3, LEN = both sets.
-            // A filler in the odd slot makes CTRL 1 (the driver checks the
-            // set it just programmed). This is the driver's entry-by-entry
-            // `pair` logic: an even entry starts a pair exactly when it and
-            // the next one are both taken by this node. Groups start at a
-            // multiple of 8 from the expected base, so the pair index is
-            // `rel_base / 2 + p`.
-            let pair_base = rel_base >> 1;
-            // Fast path, the common case: a whole free group takes eight
-            // sets as four pairs.
-            let whole = if taken == TID_GROUP_FULL_MAP {
-                next_set.as_slice().split_first_chunk::<TID_GROUP_SIZE>()
-            } else {
-                None
-            };
-            if let Some((chunk, rest)) = whole {
-                for (p, pair) in (0u32..).zip(chunk.chunks_exact(2)) {
-                    let &[a, b] = pair else {
-                        continue;
-                    };
-                    let even = abs_base.wrapping_add(2 * p);
-                    put_set(rcv, even, &a);
-                    put_set(rcv, even.wrapping_add(1), &b);
-                    let ctrl: u32 = if b.is_filler() { 1 } else { 3 };
-                    let pages = u32::from(a.count).wrapping_add(u32::from(b.count));
-                    let idx = pair_base.wrapping_add(p);
-                    let entry = TidEntry::from_raw(idx << 22 | ctrl << 20 | (pages & 0x7FF));
-                    let _ = out.tid_entries.try_push(entry);
-                    npkts = npkts.wrapping_add(pages.wrapping_add(pmtu_pages - 1) >> pkt_shift);
-                }
-                next_set = rest.iter();
-            } else {
-                for p in 0..(GROUP_SIZE / 2) {
-                    let i = 2 * p;
-                    let even = abs_base.wrapping_add(u32::from(i));
-                    let odd = even.wrapping_add(1);
-                    let (ctrl, pages) = match (taken >> i) & 3 {
-                        0 => {
-                            rcv.wc_fill(even);
-                            rcv.wc_fill(odd);
-                            continue;
-                        }
-                        1 => {
-                            let a = next_set.next().copied().unwrap_or(PageSet::FILLER);
-                            put_set(rcv, even, &a);
-                            rcv.wc_fill(odd);
-                            (1u32, u32::from(a.count))
-                        }
-                        2 => {
-                            rcv.wc_fill(even);
-                            let b = next_set.next().copied().unwrap_or(PageSet::FILLER);
-                            put_set(rcv, odd, &b);
-                            (if b.is_filler() { 1 } else { 2 }, u32::from(b.count))
-                        }
-                        _ => {
-                            let a = next_set.next().copied().unwrap_or(PageSet::FILLER);
-                            put_set(rcv, even, &a);
-                            let b = next_set.next().copied().unwrap_or(PageSet::FILLER);
-                            put_set(rcv, odd, &b);
-                            (
-                                if b.is_filler() { 1 } else { 3 },
-                                u32::from(a.count).wrapping_add(u32::from(b.count)),
-                            )
-                        }
-                    };
-                    let idx = pair_base.wrapping_add(u32::from(p));
-                    // Fits: idx < 1024 (256 groups) and pages <= 1024 (two sets
-                    // of at most 512), both checked above.
-                    let entry = TidEntry::from_raw(idx << 22 | ctrl << 20 | (pages & 0x7FF));
-                    // Cannot fail: at most one TID entry per page set.
-                    let _ = out.tid_entries.try_push(entry);
-                    npkts = npkts.wrapping_add(pages.wrapping_add(pmtu_pages - 1) >> pkt_shift);
+    /// Programs the eight entries of `node`'s group: fills for entries the
+    /// node does not take, the next sets of `sets` for the others, one TID
+    /// entry per RcvArray pair it touches (see [`Self::program`]).
+    /// Kernel: the entry loop of `kern_program_rcv_group()`.
+    #[inline]
+    fn program_node(
+        &self,
+        rcv: &mut impl RcvArray,
+        node: &TidNode,
+        sets: &mut core::slice::Iter<'_, PageSet>,
+        shape: PacketShape,
+        out: &mut Programmed,
+    ) {
+        let rel_base = u32::from(node.group).wrapping_mul(TID_GROUP_SIZE as u32);
+        let group = GroupPairs {
+            abs_base: self.expected_base.wrapping_add(rel_base),
+            // Groups start at a multiple of 8 from the expected base, so
+            // the pair index of pair `p` is `rel_base / 2 + p`.
+            pair_base: rel_base >> 1,
+        };
+        let taken = node.taken();
+        // Fast path, the common case: a whole free group takes eight sets
+        // as four pairs.
+        let whole = if taken == TID_GROUP_FULL_MAP {
+            sets.as_slice().split_first_chunk::<TID_GROUP_SIZE>()
+        } else {
+            None
+        };
+        if let Some((chunk, rest)) = whole {
+            for (p, pair) in (0u8..).zip(chunk.chunks_exact(2)) {
+                if let &[a, b] = pair {
+                    group.put_both(rcv, p, &a, &b, shape, out);
                 }
             }
-            // The driver moves the group entry by entry (free->used at the
-            // first, used->full at the eighth), always to the tail; the net
-            // effect on the three lists is this one move.
-            let new_used = used.wrapping_add(node.cnt);
-            if let Some(grp) = self.link(g) {
-                grp.used = new_used;
-                grp.map = map | taken;
-            }
-            if new_used == GROUP_SIZE {
-                self.move_to(g, GroupList::Full);
-            } else if used == 0 {
-                self.move_to(g, GroupList::Used);
-            }
-            if let Some(owners) = self.owner.get_mut(g as usize) {
-                set_owners(owners, taken, alloc.ticket);
-            }
+            *sets = rest.iter();
+            return;
         }
-        out.npkts = npkts;
-        self.in_use = self.in_use.wrapping_add(u32::from(alloc.nsets));
-        self.version = self.version.wrapping_add(1);
-        Ok(())
+        for p in 0..(GROUP_SIZE / 2) {
+            group.put_pair(rcv, p, (taken >> (2 * p)) & 3, sets, shape, out);
+        }
+    }
+
+    /// Records that `node`'s entries are taken: the group's `used` and
+    /// `map`, its move between lists, and the entries' owner ticket.
+    /// Kernel: the `used`/`map` updates and `tid_group_move()`s of
+    /// `kern_program_rcv_group()`.
+    #[inline]
+    fn take_entries(&mut self, node: &TidNode, ticket: u32) {
+        let g = node.group;
+        let Some(&Group { used, map, .. }) = self.groups.get(g as usize) else {
+            return;
+        };
+        let taken = node.taken();
+        // The driver moves the group entry by entry (free->used at the
+        // first, used->full at the eighth), always to the tail; the net
+        // effect on the three lists is this one move.
+        let new_used = used.wrapping_add(node.cnt);
+        if let Some(grp) = self.link(g) {
+            grp.used = new_used;
+            grp.map = map | taken;
+        }
+        if new_used == GROUP_SIZE {
+            self.move_to(g, GroupList::Full);
+        } else if used == 0 {
+            self.move_to(g, GroupList::Used);
+        }
+        if let Some(owners) = self.owner.get_mut(g as usize) {
+            set_owners(owners, taken, ticket);
+        }
     }
 
     /// Releases the entries `alloc` holds: each is written INVALID, the
