@@ -50,6 +50,12 @@
 #define NFLOWS 32
 #define SEG_PAGES 16
 #define NGROUPS 4		/* 32 RcvArray entries: two 16-page segments */
+#define EXP_BASE 64		/* the context's first RcvArray entry */
+#define NENTRIES (NGROUPS * 8)
+#define GEN_RESERVED 0xFFFFFull
+/* RcvTidFlowTable bits every flow write carries (SPEC: kern_set_hw_flow) */
+#define FLOW_FIXED_BITS (BIT_ULL(32) | BIT_ULL(34) | BIT_ULL(35) | BIT_ULL(37) | BIT_ULL(38))
+#define FLOW_HDR_SUPP BIT_ULL(33)
 #define NWAITERS 8		/* phase 2: QPs queued behind the 32 holders */
 
 enum tqp_mode { MODE_SEGMENT, MODE_FLOW_ONLY };
@@ -85,7 +91,21 @@ struct etest {
 	struct completion all_done;
 	atomic_t done;
 	int nqps;
-	struct { u64 flow[NFLOWS]; unsigned int writes, tids, fills; } chip;
+	/*
+	 * The chip the engine programs, checked write by write (under the
+	 * engine's exp_lock): every RcvArray entry in the context's range,
+	 * EXPECTED only for a free entry, with one of the test's pages'
+	 * bus addresses and order 1 (every page set is one page), INVALID
+	 * only for a programmed entry, with no address and order 0; every
+	 * flow register value one the driver writes (kern_set_hw_flow()),
+	 * arming only a disabled flow.
+	 */
+	struct {
+		u64 flow[NFLOWS];
+		bool armed[NFLOWS];
+		bool expected[NENTRIES];
+		unsigned int writes, tids, fills, bad;
+	} chip;
 };
 
 static atomic_long_t extra_refs = ATOMIC_LONG_INIT(0);
@@ -178,11 +198,56 @@ static const struct hfi1_tid_platform_ops platform_ops = {
 };
 
 /* The chip: a register file, written under exp_lock. */
+static void chip_bad(struct etest *t, const char *what, u32 at, u64 v)
+{
+	if (t->chip.bad++ < 4)
+		pr_err("%s: chip: %s (entry/flow %u, value %#llx)\n", HFI1_TID_MOD,
+		       what, at, v);
+}
+
+static bool is_test_page_bus(struct etest *t, u64 pa)
+{
+	int i;
+
+	for (i = 0; i < SEG_PAGES; i++)
+		if (t->pages[i] && pa == virt_to_phys(page_address(t->pages[i])))
+			return true;
+	return false;
+}
+
 static void c_put_tid(void *chip, u32 rcventry, u32 ty, u64 pa, u32 order)
 {
 	struct etest *t = chip;
+	u32 e = rcventry - EXP_BASE;
 
 	t->chip.tids++;
+	if (rcventry < EXP_BASE || e >= NENTRIES) {
+		chip_bad(t, "RcvArray entry outside the context", rcventry, pa);
+		return;
+	}
+	if (ty == HFI1_TID_RCV_EXPECTED) {
+		if (t->chip.expected[e]) {
+			chip_bad(t, "EXPECTED over a programmed entry", rcventry, pa);
+			return;
+		}
+		if (order != 1 || !is_test_page_bus(t, pa)) {
+			chip_bad(t, "EXPECTED with a wrong address or order", rcventry, pa);
+			return;
+		}
+		t->chip.expected[e] = true;
+	} else if (ty == HFI1_TID_RCV_INVALID) {
+		if (pa || order) {
+			chip_bad(t, "INVALID with an address or order", rcventry, pa);
+			return;
+		}
+		if (!t->chip.expected[e]) {
+			chip_bad(t, "INVALID over a free entry", rcventry, pa);
+			return;
+		}
+		t->chip.expected[e] = false;
+	} else {
+		chip_bad(t, "unknown RcvArray type", rcventry, ty);
+	}
 }
 
 static void c_wc_fill(void *chip, u32 rcventry)
@@ -190,15 +255,48 @@ static void c_wc_fill(void *chip, u32 rcventry)
 	struct etest *t = chip;
 
 	t->chip.fills++;
+	if (rcventry < EXP_BASE || rcventry - EXP_BASE >= NENTRIES)
+		chip_bad(t, "write-combining fill outside the context", rcventry, 0);
 }
 
 static void c_write_flow(void *chip, u32 flow, u64 value)
 {
 	struct etest *t = chip;
+	u64 gen = (value >> 11) & GEN_RESERVED;
+	u64 want = (gen << 11) | FLOW_FIXED_BITS |
+		   (gen == GEN_RESERVED ? 0 : FLOW_HDR_SUPP);
 
-	if (flow < NFLOWS)
-		t->chip.flow[flow] = value;
 	t->chip.writes++;
+	if (flow >= NFLOWS) {
+		chip_bad(t, "flow index out of range", flow, value);
+		return;
+	}
+	if (value != want) {
+		chip_bad(t, "flow register value the driver never writes", flow, value);
+		return;
+	}
+	if (gen != GEN_RESERVED && t->chip.armed[flow]) {
+		chip_bad(t, "arming an armed flow", flow, value);
+		return;
+	}
+	t->chip.armed[flow] = gen != GEN_RESERVED;
+	t->chip.flow[flow] = value;
+}
+
+/* Every write was one the driver makes, and nothing is left programmed. */
+static bool chip_clean(struct etest *t)
+{
+	int i;
+
+	if (!t->engine)
+		return true;
+	for (i = 0; i < NENTRIES; i++)
+		if (t->chip.expected[i])
+			return false;
+	for (i = 0; i < NFLOWS; i++)
+		if (t->chip.armed[i])
+			return false;
+	return t->chip.bad == 0;
 }
 
 static u64 c_read_flow(void *chip, u32 flow)
@@ -492,7 +590,7 @@ static int etest_setup(struct etest *t, int nqps, enum tqp_mode mode, bool engin
 	init_completion(&t->all_done);
 	if (engine) {
 		struct hfi1_tid_ctx_params p = {
-			.ctxt = 1, .expected_base = 64, .ngroups = NGROUPS,
+			.ctxt = 1, .expected_base = EXP_BASE, .ngroups = NGROUPS,
 			.qp_slots = NQPS,
 		};
 
@@ -585,6 +683,7 @@ static void phase_exhaustion(struct hfi1_tid_test_result *res, bool engine)
 	HFI1_TID_CHECK(res, s.flows_used == 0 && s.groups_free == NGROUPS);
 	HFI1_TID_CHECK(res, s.flow_waiters == 0 && s.rarr_waiters == 0);
 	HFI1_TID_CHECK(res, !engine || (t->chip.tids > 0 && t->chip.writes > NFLOWS));
+	HFI1_TID_CHECK(res, chip_clean(t));
 	HFI1_TID_CHECK(res, atomic_long_read(&dma_live) == 0);
 	pr_info("%s: exhaustion (%s): %d QPs x 2 rounds, %d send-engine runs, %ld wake-ups queued, %ld already pending\n",
 		HFI1_TID_MOD, engine ? "engine" : "wait queues", NQPS, sends,
@@ -663,6 +762,7 @@ static void phase_flush(struct hfi1_tid_test_result *res, bool engine)
 	}
 	flush_workqueue(t->wq);
 	HFI1_TID_CHECK(res, be_stats(t, &s) && s.flows_used == 0);
+	HFI1_TID_CHECK(res, chip_clean(t));
 	pr_info("%s: flush (%s): %d queued, %d flushed, %d woken after release\n",
 		HFI1_TID_MOD, engine ? "engine" : "wait queues", queued,
 		NWAITERS / 2, woken);

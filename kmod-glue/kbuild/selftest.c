@@ -59,11 +59,13 @@ struct reg_chip {
 	unsigned int wc_fills;
 };
 
+/* Disabling the flows must not touch the RcvArray: any write is wrong. */
 static void reg_put_tid(void *chip, u32 rcventry, u32 ty, u64 pa, u32 order)
 {
 	struct reg_chip *c = chip;
 
 	c->tid_writes++;
+	c->bad_index++;
 }
 
 static void reg_wc_fill(void *chip, u32 rcventry)
@@ -71,6 +73,7 @@ static void reg_wc_fill(void *chip, u32 rcventry)
 	struct reg_chip *c = chip;
 
 	c->wc_fills++;
+	c->bad_index++;
 }
 
 static void reg_write_flow(void *chip, u32 flow, u64 value)
