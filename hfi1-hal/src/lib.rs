@@ -11,11 +11,30 @@
 //! - [`psn`]: 31-bit IB PSN arithmetic ([`Psn`]) and the flow PSN
 //!   ([`FlowPsn`], [`Generation`]);
 //! - [`platform`]: the traits the engine drives the chip through (the
-//!   RcvArray and the flow table);
+//!   RcvArray and the flow table); [`services`]: QP references,
+//!   scheduling, DMA mapping, memory, random numbers;
+//! - [`lock_order`]: the driver's lock order as types (levels, tokens,
+//!   [`lock_order::Lock`] and its guards, the guard over a lock the caller
+//!   holds); [`sync`]: atomics and the host/loom spin-lock backend;
 //! - `sim` (feature `sim`): a software chip that implements the platform
-//!   traits, keeps the register state and records every call in order.
+//!   traits, keeps the register state and records every call in order;
+//!   with `std`, the runtime lock-order checker (`sim::lockdep`), the sim
+//!   platform's lock backend.
 //!
 //! The crate is `no_std`; the `sim` feature needs `alloc` only.
+//!
+//! # Locking
+//!
+//! Nothing here takes a lock of the order on its own. The contracts the
+//! other crates rely on:
+//!
+//! | item | called with |
+//! |---|---|
+//! | [`RcvArray`], [`FlowTable`] methods | the receive context's `exp_lock` held (the chip is part of its guarded state) |
+//! | [`services::Scheduler::schedule_send`] | the QP's `s_lock` held |
+//! | [`services::Scheduler::queue_trigger`], [`services::DmaMap`], [`services::Memory`] | any lock (they never take one of the order) |
+//! | [`lock_order::Lock::lock`] | a token of a level the lock may follow (checked at compile time) |
+//! | [`lock_order::Lock::assume_held`] | the lock already held by the caller (`unsafe`; asserted by the backend) |
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(
     not(test),

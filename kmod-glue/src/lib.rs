@@ -11,10 +11,23 @@
 //!
 //! The kernel platform lives in C (`kbuild/glue.c`): spinlocks, the
 //! workqueue, QP references, `kmalloc`/`kfree`, DMA mapping and CSR writes
-//! reach Rust as callbacks in [`platform::ChipOps`] or as the few
-//! `hfi1_tid_*` symbols the kernel-only module `kernel` imports
-//! (allocator, panic). That module only exists for `target_os = "none"`,
-//! so the host builds, lints and tests everything else.
+//! reach Rust as callbacks (the registered services table of `kplat`, with
+//! feature `engine`, and [`platform::ChipOps`]) or as the few `hfi1_tid_*`
+//! symbols the kernel-only module `kernel` imports (allocator, panic).
+//! That module only exists for `target_os = "none"`, so the host builds,
+//! lints and tests everything else. Without features the crate is what
+//! the rebuilt `hfi1.ko` links: no simulator, harness or self-test code.
+//!
+//! # Locking
+//!
+//! The routed stateless functions (`route.rs`, `abi.rs`) take no lock and
+//! say which lock of the driver's their caller holds (`exp_lock` for
+//! `hfi1_tid_flow_reserve`). On the engine's own objects (feature
+//! `engine`, the self-test module), every entry point that works on a QP's
+//! state is called with that QP's `s_lock` held and takes the context's
+//! `exp_lock` inside; only the trigger work (`hfi1_tid_trigger_resume`)
+//! and `hfi1_tid_qp_waiting` take the `s_lock` themselves. Each function's
+//! `# Locking` section, and the README's tables, say which.
 //!
 //! # Panics
 //!

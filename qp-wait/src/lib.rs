@@ -18,10 +18,18 @@
 //! | [`SendState::flags`] (`WAIT_TID_SPACE`) and the QP's extension state | the QP's `s_lock` | [`WaitQueues::enqueue`], [`WaitQueues::dequeue`], [`flush_wait`] |
 //! | [`DevCounters`] | atomic | [`WaitQueues::enqueue`] |
 //!
-//! The order is `s_lock` → `exp_lock` ([`hfi1_hal::lock_order`]); every
-//! function that touches both takes `&mut SFlags` (borrowed from the
-//! s_lock guard) and `&mut WaitQueues` (borrowed from the exp_lock guard,
-//! which could only be taken with the s_lock token).
+//! The order is `r_lock` → `s_lock` → `exp_lock`
+//! ([`hfi1_hal::lock_order`]); every function that touches both takes
+//! `&mut SFlags` (borrowed from the s_lock guard) and `&mut WaitQueues`
+//! (borrowed from the exp_lock guard, taken with the s_lock token).
+//!
+//! | function | needs on entry | takes |
+//! |---|---|---|
+//! | [`WaitQueues::first`], [`WaitQueues::waiters`], [`WaitQueues::enqueue`], [`WaitQueues::dequeue`] | `exp_lock` (and the QP's `s_lock` for its flags) | nothing |
+//! | [`Wakeup::deliver`], [`Wakeup::schedule`], [`trigger`] | the caller's `s_lock`, `exp_lock` released | nothing |
+//! | [`flush_wait`] | the QP's `s_lock` (its guard, possibly one made over a lock the driver holds: `Lock::assume_held`) | `exp_lock` |
+//! | [`trigger_resume`] (the work item) | nothing (root token) | the QP's `s_lock`, alone |
+//! | [`schedule_wakeup`] | anything but `exp_lock` | nothing |
 //!
 //! **Why the wake-up is deferred.** The head of a queue is read under
 //! `exp_lock` ([`WaitQueues::first`]), but waking it means looking at its

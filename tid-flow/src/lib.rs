@@ -31,9 +31,15 @@
 //! | [`ExpState`] (chip, [`HwFlows`], TID groups, wait queues, queue membership and counters) | the context's `exp_lock` | only through [`RcvCtxt::exp_lock`]'s guard |
 //! | a QP's flags, [`QpFlowState`] and its [`TidRequest`]s | the QP's `s_lock` | through the QP's guard, lent as [`QpLocked`] |
 //!
+//! The driver calls these with the QP's `s_lock` already held
+//! (`__must_hold(&qp->s_lock)`): a [`QpLocked`] borrowed from a guard made
+//! over the held lock (`Lock::assume_held`, as `kmod-glue` and the sim's
+//! `with_s_lock_held` do) is as good as one from a guard that took it; the
+//! engine never takes a QP's `s_lock` on a caller's behalf.
+//!
 //! | function | needs | takes |
 //! |---|---|---|
-//! | [`setup_hw_flow`], [`clear_hw_flow`] | the QP's `s_lock` ([`QpLocked`]) | `exp_lock` |
+//! | [`setup_hw_flow`], [`clear_hw_flow`], [`regenerate_hw_flow`] | the QP's `s_lock` ([`QpLocked`]) | `exp_lock` |
 //! | [`exp_rcv_setup`], [`exp_rcv_clear`], [`exp_rcv_clear_all`] | the QP's `s_lock` ([`QpLocked`], `&mut TidRequest`) | `exp_lock` |
 //! | [`TidRequest::alloc_flows`], [`TidRequest::clean_swqe`], [`TidRequest::find_flow_ib`] | the QP's `s_lock` (`&mut`/`&` of the request) | nothing |
 //! | [`HwFlows`] methods | `exp_lock` (`&mut HwFlows` from the guard) | nothing |
