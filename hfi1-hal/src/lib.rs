@@ -10,6 +10,9 @@
 //!   [`FlowTableReg`], [`Kdeth0`], [`Kdeth1`]) with checked constructors;
 //! - [`psn`]: 31-bit IB PSN arithmetic ([`Psn`]) and the flow PSN
 //!   ([`FlowPsn`], [`Generation`]);
+//! - [`layout`]: the driver's structures and shared values as one table,
+//!   with `#[repr(C)]` mirrors, checked against the kernel's headers at
+//!   build time through `kmod-glue`;
 //! - [`platform`]: the traits the engine drives the chip through (the
 //!   RcvArray and the flow table); [`services`]: QP references,
 //!   scheduling, DMA mapping, memory, random numbers;
@@ -53,6 +56,7 @@ extern crate std;
 
 pub mod consts;
 pub mod fields;
+pub mod layout;
 pub mod lock_order;
 pub mod platform;
 pub mod psn;

@@ -56,6 +56,9 @@ for f in "${ROUTED[@]}"; do
     [ "$(grep -Ec "^static (__maybe_unused )?(u32|u64|int|void) $f\(" "$src/tid_rdma.c")" = 1 ] ||
         { echo "route.cocci: $f defined more than once" >&2; fail=1; }
 done
+# The values tid_rdma.c defines are checked against the engine's table there.
+grep -q 'HFI1_TID_LAYOUT_CHECK_TID_RDMA_C_VALUES();' "$src/tid_rdma.c" ||
+    { echo "route.cocci: the tid_rdma.c layout check is not in place" >&2; fail=1; }
 # The original 8K walk must keep using the original flush helper.
 [ "$(grep -c 'hfi1_orig_tid_flush_pages(list, &idx' "$src/tid_rdma.c")" = 3 ] ||
     { echo "route.cocci: 8K original does not call the original flush" >&2; fail=1; }
@@ -63,7 +66,7 @@ done
 echo "hfi1/build.sh: routed ${ROUTED[*]}"
 
 cp "$here/Kbuild" "$here/hfi1_tid_route.c" "$here/hfi1_tid_route.h" "$here/hfi1_tid_diff.c" \
-   "$glue/include/hfi1_tid.h" "$src/"
+   "$here/hfi1_tid_layout.c" "$glue/include/hfi1_tid.h" "$glue/include/hfi1_tid_layout.h" "$src/"
 cp "$glue/kbuild/glue.c" "$src/hfi1_tid_glue.c"
 cp "$glue/kbuild/glue.h" "$src/glue.h"
 cp "$glue/build/hfi1_tid_rust_driver.o" "$src/hfi1_tid_rust.bin"

@@ -12,11 +12,16 @@
 
 #include <linux/types.h>
 
+#include "hfi1_tid_layout.h"
+
 struct tid_rdma_flow;
 struct tid_rdma_pageset;
 struct tid_rdma_params;
 struct hfi1_ctxtdata;
 struct page;
+
+/* Build-time layout checks against the engine's table (never called). */
+void hfi1_tid_layout_check(void);
 
 /* The originals, renamed and made global by route.cocci. */
 u32 hfi1_orig_kern_flow_generation_next(u32 gen);

@@ -15,6 +15,9 @@
  #include "exp_rcv.h"
 +#include "hfi1_tid_route.h"
 
+// This wrapper also holds the build-time check of the values tid_rdma.c
+// defines for itself against the engine's table (hfi1_tid_layout.h): it
+// sits after their definitions.
 @ r_generation_next @
 typedef u32;
 identifier gen;
@@ -24,6 +27,7 @@ identifier gen;
   { ... }
 + static u32 kern_flow_generation_next(u32 gen)
 + {
++ 	HFI1_TID_LAYOUT_CHECK_TID_RDMA_C_VALUES();
 + 	return hfi1_tid_route_kern_flow_generation_next(gen);
 + }
 

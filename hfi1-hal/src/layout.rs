@@ -1,0 +1,638 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The driver's structures and numbers as the engine sees them: one table,
+//! checked on both sides at build time.
+//!
+//! The kernel platform reaches the driver's own state in the driver's own
+//! structures (`qp->s_flags`, `qpriv->flow_state`, a request's flow ring,
+//! the context's groups and queues). What it reads and writes there is
+//! described once, here:
+//!
+//! - [`VALUES`]: the flag values and sizes the engine shares with the
+//!   driver (`HFI1_S_WAIT_TID_SPACE`, `RXE_NUM_TID_FLOWS`, the flow table
+//!   bits, ...), each taken from this crate's own constants;
+//! - [`FIELDS`] and [`SIZES`]: offset and size of every field of the
+//!   driver's structures the engine touches, and the size of each
+//!   structure; the `#[repr(C)]` mirrors below (`CTidFlowState`,
+//!   `CTidRdmaFlow`, ...) are how Rust code reads them, and a `const`
+//!   assertion next to each mirror field checks the mirror against the
+//!   table.
+//!
+//! `kmod-glue` turns the table into `include/hfi1_tid_layout.h` (its test
+//! `layout.rs` fails if the file is stale), whose macros check the real
+//! structures and constants of the kernel source being built with
+//! `BUILD_BUG_ON` (`offsetof`, `sizeof_field`, `sizeof`, the values, and the
+//! bit positions of `struct tid_rdma_pageset`): in `hfi1/hfi1_tid_layout.c`
+//! for the headers, inside `tid_rdma.c` (through the routed wrappers) for
+//! the constants that file defines itself. A kernel whose layout differs
+//! fails to build, rather than run with the wrong offsets. No kernel source
+//! text is in the table: names, numbers and the mirrors' field types.
+//!
+//! Only structures whose layout does not depend on the kernel's
+//! configuration are mirrored (no spinlock or debug member inside). Fields
+//! of configuration-dependent structures (`struct rvt_qp`,
+//! `struct hfi1_qp_priv`, `struct hfi1_ctxtdata`) are reached through
+//! pointers the C adapter computes; the table checks only their type's
+//! size there.
+//!
+//! # Locking
+//!
+//! Plain data. Who may touch a mirrored field is the driver's rule, kept
+//! by the platform that hands out `&mut` to it: a QP's fields under its
+//! `s_lock`, a context's under its `exp_lock`.
+
+use core::mem::{offset_of, size_of};
+
+use crate::consts::{
+    GENERATION_MASK, GENERATION_RESERVED, KDETH_SEQ_MASK, KDETH_SEQ_SHIFT, MAX_FLOWS, MAX_PAGESETS,
+    MAX_READ_SEGS_PER_REQ, MAX_SEGMENT_SIZE, MAX_TID_FLOW_PSN, MAX_WRITE_SEGS_PER_REQ,
+    NUM_TID_FLOWS, S_WAIT_TID_SPACE, TID_RDMA_JKEY,
+};
+use crate::fields::FlowTableReg;
+
+/// Where the driver defines a value: in a header (checked by
+/// `hfi1_tid_layout.c`), or in `tid_rdma.c` itself (checked inside that
+/// file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Defined {
+    /// A header of `drivers/infiniband/hw/hfi1/`.
+    Header,
+    /// `tid_rdma.c`.
+    TidRdmaC,
+}
+
+/// One value the engine shares with the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Value {
+    /// The driver's name for it (a macro or constant expression).
+    pub c_name: &'static str,
+    /// The value this crate uses.
+    pub value: u64,
+    /// Where the driver defines it.
+    pub defined: Defined,
+}
+
+const fn header(c_name: &'static str, value: u64) -> Value {
+    Value {
+        c_name,
+        value,
+        defined: Defined::Header,
+    }
+}
+
+const fn tid_rdma_c(c_name: &'static str, value: u64) -> Value {
+    Value {
+        c_name,
+        value,
+        defined: Defined::TidRdmaC,
+    }
+}
+
+/// Kernel: `PT_EXPECTED` (`hfi.h`), the RcvArray type of a programmed entry.
+pub const PT_EXPECTED: u32 = 0;
+/// Kernel: `PT_INVALID` (`hfi.h`), the RcvArray type of a released entry.
+pub const PT_INVALID: u32 = 3;
+
+/// The values, with the driver's names.
+pub const VALUES: &[Value] = &[
+    header("HFI1_S_WAIT_TID_SPACE", S_WAIT_TID_SPACE as u64),
+    header("RXE_NUM_TID_FLOWS", NUM_TID_FLOWS as u64),
+    header("TID_RDMA_MAX_SEGMENT_SIZE", MAX_SEGMENT_SIZE as u64),
+    header("TID_RDMA_MAX_PAGES", MAX_PAGESETS as u64),
+    header("HFI1_KDETH_BTH_SEQ_SHIFT", KDETH_SEQ_SHIFT as u64),
+    header("HFI1_KDETH_BTH_SEQ_MASK", KDETH_SEQ_MASK as u64),
+    header("PT_EXPECTED", PT_EXPECTED as u64),
+    header("PT_INVALID", PT_INVALID as u64),
+    tid_rdma_c("GENERATION_MASK", GENERATION_MASK as u64),
+    tid_rdma_c("KERN_GENERATION_RESERVED", GENERATION_RESERVED as u64),
+    tid_rdma_c("MAX_TID_FLOW_PSN", MAX_TID_FLOW_PSN as u64),
+    tid_rdma_c("TID_RDMA_JKEY", TID_RDMA_JKEY as u64),
+    tid_rdma_c(
+        "TID_RDMA_MAX_READ_SEGS_PER_REQ",
+        MAX_READ_SEGS_PER_REQ as u64,
+    ),
+    tid_rdma_c(
+        "TID_RDMA_MAX_WRITE_SEGS_PER_REQ",
+        MAX_WRITE_SEGS_PER_REQ as u64,
+    ),
+    tid_rdma_c(
+        "RCV_TID_FLOW_TABLE_CTRL_FLOW_VALID_SMASK",
+        FlowTableReg::FLOW_VALID,
+    ),
+    tid_rdma_c(
+        "RCV_TID_FLOW_TABLE_CTRL_HDR_SUPP_EN_SMASK",
+        FlowTableReg::HDR_SUPP_EN,
+    ),
+    tid_rdma_c(
+        "RCV_TID_FLOW_TABLE_CTRL_KEEP_AFTER_SEQ_ERR_SMASK",
+        FlowTableReg::KEEP_AFTER_SEQ_ERR,
+    ),
+    tid_rdma_c(
+        "RCV_TID_FLOW_TABLE_CTRL_KEEP_ON_GEN_ERR_SMASK",
+        FlowTableReg::KEEP_ON_GEN_ERR,
+    ),
+    tid_rdma_c(
+        "RCV_TID_FLOW_TABLE_STATUS_SEQ_MISMATCH_SMASK",
+        FlowTableReg::SEQ_MISMATCH,
+    ),
+    tid_rdma_c(
+        "RCV_TID_FLOW_TABLE_STATUS_GEN_MISMATCH_SMASK",
+        FlowTableReg::GEN_MISMATCH,
+    ),
+];
+
+/// One field of a driver structure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// The structure (`struct <c_struct>`).
+    pub c_struct: &'static str,
+    /// The member, as `offsetof` names it.
+    pub c_field: &'static str,
+    /// Its offset; `None` for a structure whose layout depends on the
+    /// kernel's configuration (only the size is checked then).
+    pub offset: Option<usize>,
+    /// Its size (`sizeof_field`).
+    pub size: usize,
+}
+
+/// The size of one driver structure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    /// The structure (`struct <c_struct>`).
+    pub c_struct: &'static str,
+    /// `sizeof(struct <c_struct>)`.
+    pub size: usize,
+}
+
+/// Declares a `#[repr(C)]` mirror of a driver structure, its rows in the
+/// table, and a `const` assertion per field that the mirror matches them.
+macro_rules! mirror {
+    (
+        $(#[$meta:meta])*
+        $name:ident = $c_struct:literal, $size:literal {
+            $( $(#[$fmeta:meta])* $field:ident : $ty:ty = $off:literal, $fsize:literal; )*
+        }
+        $fields:ident
+    ) => {
+        $(#[$meta])*
+        #[repr(C)]
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        const $fields: &[Field] = &[
+            $( Field {
+                c_struct: $c_struct,
+                c_field: stringify!($field),
+                offset: Some($off),
+                size: $fsize,
+            }, )*
+        ];
+
+        const _: () = {
+            assert!(size_of::<$name>() == $size, concat!("size of ", $c_struct));
+            $(
+                assert!(
+                    offset_of!($name, $field) == $off,
+                    concat!("offset of ", $c_struct, ".", stringify!($field))
+                );
+                assert!(
+                    size_of::<$ty>() == $fsize,
+                    concat!("size of ", $c_struct, ".", stringify!($field))
+                );
+            )*
+        };
+    };
+}
+
+mirror! {
+    /// Kernel: `struct list_head`.
+    CListHead = "list_head", 16 {
+        /// Next entry (the head itself when empty).
+        next: *mut CListHead = 0, 8;
+        /// Previous entry.
+        prev: *mut CListHead = 8, 8;
+    }
+    LIST_HEAD_FIELDS
+}
+
+mirror! {
+    /// A QP's hardware-flow state. Kernel: `struct tid_flow_state`
+    /// (`qpriv->flow_state`; also `rcd->flows[]`, of which the engine uses
+    /// only `generation`). `index` and `last_index` are
+    /// `RXE_NUM_TID_FLOWS` for "none".
+    CTidFlowState = "tid_flow_state", 12 {
+        /// The flow's generation.
+        generation: u32 = 0, 4;
+        /// The next flow sequence to hand out.
+        psn: u32 = 4, 4;
+        /// The flow the QP holds.
+        index: u8 = 8, 1;
+        /// The flow it held last.
+        last_index: u8 = 9, 1;
+    }
+    TID_FLOW_STATE_FIELDS
+}
+
+mirror! {
+    /// One segment's sequence numbers. Kernel: `struct flow_state` inside
+    /// `struct tid_rdma_flow`.
+    CFlowState = "flow_state", 32 {
+        /// Protocol flags.
+        flags: u32 = 0, 4;
+        /// The IB PSN of the response for this flow.
+        resp_ib_psn: u32 = 4, 4;
+        /// The flow's generation.
+        generation: u32 = 8, 4;
+        /// First flow sequence.
+        spsn: u32 = 12, 4;
+        /// Last flow sequence.
+        lpsn: u32 = 16, 4;
+        /// Next full flow PSN expected.
+        r_next_psn: u32 = 20, 4;
+        /// First IB PSN.
+        ib_spsn: u32 = 24, 4;
+        /// Last IB PSN.
+        ib_lpsn: u32 = 28, 4;
+    }
+    FLOW_STATE_FIELDS
+}
+
+mirror! {
+    /// A TID group. Kernel: `struct tid_group` (`exp_rcv.h`).
+    CTidGroup = "tid_group", 24 {
+        /// Its link on one of the context's three group lists.
+        list: CListHead = 0, 16;
+        /// Absolute RcvArray index of its first entry.
+        base: u32 = 16, 4;
+        /// Entries (8).
+        size: u8 = 20, 1;
+        /// Entries in use.
+        used: u8 = 21, 1;
+        /// Bit i = entry `base + i` in use.
+        map: u8 = 22, 1;
+    }
+    TID_GROUP_FIELDS
+}
+
+mirror! {
+    /// One of a context's three group lists. Kernel: `struct exp_tid_set`.
+    CExpTidSet = "exp_tid_set", 24 {
+        /// The list head.
+        list: CListHead = 0, 16;
+        /// Groups on the list.
+        count: u32 = 16, 4;
+    }
+    EXP_TID_SET_FIELDS
+}
+
+mirror! {
+    /// One of a context's two wait queues. Kernel: `struct tid_queue`
+    /// (`hfi.h`): `rcd->flow_queue`, `rcd->rarr_queue`.
+    CTidQueue = "tid_queue", 24 {
+        /// QPs waiting, linked through `qpriv->tid_wait`.
+        queue_head: CListHead = 0, 16;
+        /// QPs that ever joined.
+        enqueue: u32 = 16, 4;
+        /// QPs that ever left.
+        dequeue: u32 = 20, 4;
+    }
+    TID_QUEUE_FIELDS
+}
+
+mirror! {
+    /// One group a segment's RcvArray entries are in. Kernel:
+    /// `struct kern_tid_node`.
+    CKernTidNode = "kern_tid_node", 16 {
+        /// The group (in `rcd->groups`).
+        grp: *mut CTidGroup = 0, 8;
+        /// The group's map when it was chosen.
+        map: u8 = 8, 1;
+        /// Entries taken in it.
+        cnt: u8 = 9, 1;
+    }
+    KERN_TID_NODE_FIELDS
+}
+
+/// One page set in the driver's bitfield form. Kernel:
+/// `struct tid_rdma_pageset` (`dma_addr_t addr:48; u8 idx:8; u8 count:7;
+/// u8 mapped:1`), one 64-bit word on x86-64: `addr` in bits 0..48, `idx`
+/// in 48..56, `count` in 56..63, `mapped` in bit 63 (checked by
+/// `BUILD_BUG_ON` on the real structure in `hfi1_tid_layout.h`).
+#[repr(transparent)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CTidRdmaPageset(pub u64);
+
+impl CTidRdmaPageset {
+    /// Bit position and width of `addr`.
+    pub const ADDR: (u32, u32) = (0, 48);
+    /// Bit position and width of `idx`.
+    pub const IDX: (u32, u32) = (48, 8);
+    /// Bit position and width of `count`.
+    pub const COUNT: (u32, u32) = (56, 7);
+    /// Bit position and width of `mapped`.
+    pub const MAPPED: (u32, u32) = (63, 1);
+
+    const fn get(self, (at, bits): (u32, u32)) -> u64 {
+        (self.0 >> at) & ((1u64 << bits) - 1)
+    }
+
+    const fn with(self, (at, bits): (u32, u32), v: u64) -> Self {
+        let mask = ((1u64 << bits) - 1) << at;
+        Self((self.0 & !mask) | ((v << at) & mask))
+    }
+
+    /// The bus address (48 bits).
+    pub const fn addr(self) -> u64 {
+        self.get(Self::ADDR)
+    }
+
+    /// The index of the set's first page in the segment's page list.
+    pub const fn idx(self) -> u8 {
+        self.get(Self::IDX) as u8
+    }
+
+    /// Pages in the set (0: filler).
+    pub const fn count(self) -> u8 {
+        self.get(Self::COUNT) as u8
+    }
+
+    /// True once DMA-mapped.
+    pub const fn mapped(self) -> bool {
+        self.get(Self::MAPPED) != 0
+    }
+
+    /// With `addr` set (low 48 bits kept, as the bitfield assignment does).
+    pub const fn with_addr(self, addr: u64) -> Self {
+        self.with(Self::ADDR, addr)
+    }
+
+    /// With `idx` set.
+    pub const fn with_idx(self, idx: u8) -> Self {
+        self.with(Self::IDX, idx as u64)
+    }
+
+    /// With `count` set (low 7 bits kept).
+    pub const fn with_count(self, count: u8) -> Self {
+        self.with(Self::COUNT, count as u64)
+    }
+
+    /// With `mapped` set.
+    pub const fn with_mapped(self, mapped: bool) -> Self {
+        self.with(Self::MAPPED, mapped as u64)
+    }
+}
+
+mirror! {
+    /// One segment of a request. Kernel: `struct tid_rdma_flow`.
+    CTidRdmaFlow = "tid_rdma_flow", 1856 {
+        /// Sequence numbers.
+        flow_state: CFlowState = 0, 32;
+        /// The request (`struct tid_rdma_request *`).
+        req: *mut core::ffi::c_void = 32, 8;
+        /// The KDETH QP number of the segment.
+        tid_qpn: u32 = 40, 4;
+        /// Byte offset in the current TID entry.
+        tid_offset: u32 = 44, 4;
+        /// Bytes of the segment.
+        length: u32 = 48, 4;
+        /// Bytes sent.
+        sent: u32 = 52, 4;
+        /// Groups in `tnode`.
+        tnode_cnt: u8 = 56, 1;
+        /// TID entries in `tid_entry`.
+        tidcnt: u8 = 57, 1;
+        /// Current TID entry.
+        tid_idx: u8 = 58, 1;
+        /// The hardware flow.
+        idx: u8 = 59, 1;
+        /// Page sets in `pagesets`.
+        npagesets: u8 = 60, 1;
+        /// Packets of the segment.
+        npkts: u8 = 61, 1;
+        /// Packets sent or received.
+        pkt: u8 = 62, 1;
+        /// Packets counted for a RESYNC.
+        resync_npkts: u8 = 63, 1;
+        /// The groups the entries are in.
+        tnode: [CKernTidNode; MAX_PAGESETS] = 64, 1024;
+        /// The page sets.
+        pagesets: [CTidRdmaPageset; MAX_PAGESETS] = 1088, 512;
+        /// The TID entries for the peer.
+        tid_entry: [u32; MAX_PAGESETS] = 1600, 256;
+    }
+    TID_RDMA_FLOW_FIELDS
+}
+
+/// Fields of configuration-dependent structures: only their size (and so
+/// their type's width) is checked; the C adapter hands out pointers to
+/// them.
+const OUTER_FIELDS: &[Field] = &[
+    Field {
+        c_struct: "rvt_qp",
+        c_field: "s_flags",
+        offset: None,
+        size: 4,
+    },
+    Field {
+        c_struct: "hfi1_qp_priv",
+        c_field: "flow_state",
+        offset: None,
+        size: size_of::<CTidFlowState>(),
+    },
+    Field {
+        c_struct: "hfi1_qp_priv",
+        c_field: "tid_wait",
+        offset: None,
+        size: size_of::<CListHead>(),
+    },
+    Field {
+        c_struct: "hfi1_qp_priv",
+        c_field: "tid_enqueue",
+        offset: None,
+        size: 4,
+    },
+    Field {
+        c_struct: "hfi1_ctxtdata",
+        c_field: "flow_mask",
+        offset: None,
+        size: 8,
+    },
+    Field {
+        c_struct: "hfi1_ctxtdata",
+        c_field: "flows",
+        offset: None,
+        size: NUM_TID_FLOWS * size_of::<CTidFlowState>(),
+    },
+    Field {
+        c_struct: "hfi1_ctxtdata",
+        c_field: "tid_group_list",
+        offset: None,
+        size: size_of::<CExpTidSet>(),
+    },
+    Field {
+        c_struct: "hfi1_ctxtdata",
+        c_field: "tid_used_list",
+        offset: None,
+        size: size_of::<CExpTidSet>(),
+    },
+    Field {
+        c_struct: "hfi1_ctxtdata",
+        c_field: "tid_full_list",
+        offset: None,
+        size: size_of::<CExpTidSet>(),
+    },
+    Field {
+        c_struct: "hfi1_ctxtdata",
+        c_field: "flow_queue",
+        offset: None,
+        size: size_of::<CTidQueue>(),
+    },
+    Field {
+        c_struct: "hfi1_ctxtdata",
+        c_field: "rarr_queue",
+        offset: None,
+        size: size_of::<CTidQueue>(),
+    },
+    Field {
+        c_struct: "tid_rdma_request",
+        c_field: "n_flows",
+        offset: None,
+        size: 2,
+    },
+    Field {
+        c_struct: "tid_rdma_request",
+        c_field: "setup_head",
+        offset: None,
+        size: 2,
+    },
+    Field {
+        c_struct: "tid_rdma_request",
+        c_field: "clear_tail",
+        offset: None,
+        size: 2,
+    },
+    Field {
+        c_struct: "tid_rdma_request",
+        c_field: "flow_idx",
+        offset: None,
+        size: 2,
+    },
+    Field {
+        c_struct: "tid_rdma_request",
+        c_field: "seg_len",
+        offset: None,
+        size: 4,
+    },
+];
+
+/// Every field in the table: the mirrors' and the outer structures'.
+pub const FIELDS: &[&[Field]] = &[
+    LIST_HEAD_FIELDS,
+    TID_FLOW_STATE_FIELDS,
+    FLOW_STATE_FIELDS,
+    TID_GROUP_FIELDS,
+    EXP_TID_SET_FIELDS,
+    TID_QUEUE_FIELDS,
+    KERN_TID_NODE_FIELDS,
+    TID_RDMA_FLOW_FIELDS,
+    OUTER_FIELDS,
+];
+
+/// The size of every mirrored structure.
+pub const SIZES: &[Size] = &[
+    Size {
+        c_struct: "list_head",
+        size: size_of::<CListHead>(),
+    },
+    Size {
+        c_struct: "tid_flow_state",
+        size: size_of::<CTidFlowState>(),
+    },
+    Size {
+        c_struct: "flow_state",
+        size: size_of::<CFlowState>(),
+    },
+    Size {
+        c_struct: "tid_group",
+        size: size_of::<CTidGroup>(),
+    },
+    Size {
+        c_struct: "exp_tid_set",
+        size: size_of::<CExpTidSet>(),
+    },
+    Size {
+        c_struct: "tid_queue",
+        size: size_of::<CTidQueue>(),
+    },
+    Size {
+        c_struct: "kern_tid_node",
+        size: size_of::<CKernTidNode>(),
+    },
+    Size {
+        c_struct: "tid_rdma_pageset",
+        size: size_of::<CTidRdmaPageset>(),
+    },
+    Size {
+        c_struct: "tid_rdma_flow",
+        size: size_of::<CTidRdmaFlow>(),
+    },
+];
+
+// `MAX_FLOWS` is `roundup_pow_of_two(MAX_REQ + 1)` in tid_rdma.c, which the
+// compiler does not fold for BUILD_BUG_ON (a statement expression under
+// `max_t`); its two inputs are in the table, and the rule is checked here.
+const _: () = {
+    let max_req = if MAX_READ_SEGS_PER_REQ > MAX_WRITE_SEGS_PER_REQ {
+        MAX_READ_SEGS_PER_REQ
+    } else {
+        MAX_WRITE_SEGS_PER_REQ
+    };
+    assert!(MAX_FLOWS == (max_req + 1).next_power_of_two());
+};
+
+// The engine's own constants agree with what the mirrors hold.
+const _: () = assert!(NUM_TID_FLOWS <= u8::MAX as usize);
+const _: () = assert!(MAX_PAGESETS <= u8::MAX as usize);
+const _: () = assert!(
+    S_WAIT_TID_SPACE == 1 << 28,
+    "HFI1_S_WAIT_TID_SPACE is BIT(28)"
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pageset_bits_round_trip() {
+        let p = CTidRdmaPageset::default()
+            .with_addr(0xFFFF_1234_5678_9000)
+            .with_idx(63)
+            .with_count(64)
+            .with_mapped(true);
+        assert_eq!(p.addr(), 0x1234_5678_9000);
+        assert_eq!((p.idx(), p.count(), p.mapped()), (63, 64, true));
+        assert_eq!(p.0, 0x1234_5678_9000 | 63 << 48 | 64 << 56 | 1 << 63);
+        let q = p.with_count(1).with_mapped(false);
+        assert_eq!((q.idx(), q.count(), q.mapped()), (63, 1, false));
+        assert_eq!(q.addr(), p.addr());
+    }
+
+    #[test]
+    fn every_value_and_field_is_named_once() {
+        let mut names: alloc::vec::Vec<_> = VALUES.iter().map(|v| v.c_name).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(n, names.len());
+        let mut fields: alloc::vec::Vec<_> = FIELDS
+            .iter()
+            .flat_map(|f| f.iter())
+            .map(|f| (f.c_struct, f.c_field))
+            .collect();
+        fields.sort_unstable();
+        let n = fields.len();
+        fields.dedup();
+        assert_eq!(n, fields.len());
+        assert!(n > 40);
+    }
+}
