@@ -423,106 +423,40 @@ mirror! {
     TID_RDMA_FLOW_FIELDS
 }
 
+/// A field of a configuration-dependent structure: size only.
+const fn outer(c_struct: &'static str, c_field: &'static str, size: usize) -> Field {
+    Field {
+        c_struct,
+        c_field,
+        offset: None,
+        size,
+    }
+}
+
 /// Fields of configuration-dependent structures: only their size (and so
 /// their type's width) is checked; the C adapter hands out pointers to
 /// them.
 const OUTER_FIELDS: &[Field] = &[
-    Field {
-        c_struct: "rvt_qp",
-        c_field: "s_flags",
-        offset: None,
-        size: 4,
-    },
-    Field {
-        c_struct: "hfi1_qp_priv",
-        c_field: "flow_state",
-        offset: None,
-        size: size_of::<CTidFlowState>(),
-    },
-    Field {
-        c_struct: "hfi1_qp_priv",
-        c_field: "tid_wait",
-        offset: None,
-        size: size_of::<CListHead>(),
-    },
-    Field {
-        c_struct: "hfi1_qp_priv",
-        c_field: "tid_enqueue",
-        offset: None,
-        size: 4,
-    },
-    Field {
-        c_struct: "hfi1_ctxtdata",
-        c_field: "flow_mask",
-        offset: None,
-        size: 8,
-    },
-    Field {
-        c_struct: "hfi1_ctxtdata",
-        c_field: "flows",
-        offset: None,
-        size: NUM_TID_FLOWS * size_of::<CTidFlowState>(),
-    },
-    Field {
-        c_struct: "hfi1_ctxtdata",
-        c_field: "tid_group_list",
-        offset: None,
-        size: size_of::<CExpTidSet>(),
-    },
-    Field {
-        c_struct: "hfi1_ctxtdata",
-        c_field: "tid_used_list",
-        offset: None,
-        size: size_of::<CExpTidSet>(),
-    },
-    Field {
-        c_struct: "hfi1_ctxtdata",
-        c_field: "tid_full_list",
-        offset: None,
-        size: size_of::<CExpTidSet>(),
-    },
-    Field {
-        c_struct: "hfi1_ctxtdata",
-        c_field: "flow_queue",
-        offset: None,
-        size: size_of::<CTidQueue>(),
-    },
-    Field {
-        c_struct: "hfi1_ctxtdata",
-        c_field: "rarr_queue",
-        offset: None,
-        size: size_of::<CTidQueue>(),
-    },
-    Field {
-        c_struct: "tid_rdma_request",
-        c_field: "n_flows",
-        offset: None,
-        size: 2,
-    },
-    Field {
-        c_struct: "tid_rdma_request",
-        c_field: "setup_head",
-        offset: None,
-        size: 2,
-    },
-    Field {
-        c_struct: "tid_rdma_request",
-        c_field: "clear_tail",
-        offset: None,
-        size: 2,
-    },
-    Field {
-        c_struct: "tid_rdma_request",
-        c_field: "flow_idx",
-        offset: None,
-        size: 2,
-    },
-    Field {
-        c_struct: "tid_rdma_request",
-        c_field: "seg_len",
-        offset: None,
-        size: 4,
-    },
+    outer("rvt_qp", "s_flags", 4),
+    outer("hfi1_qp_priv", "flow_state", size_of::<CTidFlowState>()),
+    outer("hfi1_qp_priv", "tid_wait", size_of::<CListHead>()),
+    outer("hfi1_qp_priv", "tid_enqueue", 4),
+    outer("hfi1_ctxtdata", "flow_mask", 8),
+    outer(
+        "hfi1_ctxtdata",
+        "flows",
+        NUM_TID_FLOWS * size_of::<CTidFlowState>(),
+    ),
+    outer("hfi1_ctxtdata", "tid_group_list", size_of::<CExpTidSet>()),
+    outer("hfi1_ctxtdata", "tid_used_list", size_of::<CExpTidSet>()),
+    outer("hfi1_ctxtdata", "tid_full_list", size_of::<CExpTidSet>()),
+    outer("hfi1_ctxtdata", "flow_queue", size_of::<CTidQueue>()),
+    outer("hfi1_ctxtdata", "rarr_queue", size_of::<CTidQueue>()),
+    outer("tid_rdma_request", "n_flows", 2),
+    outer("tid_rdma_request", "setup_head", 2),
+    outer("tid_rdma_request", "clear_tail", 2),
+    outer("tid_rdma_request", "flow_idx", 2),
+    outer("tid_rdma_request", "seg_len", 4),
 ];
 
 /// Every field in the table: the mirrors' and the outer structures'.

@@ -289,6 +289,16 @@ impl PartialEq for LockClass {
 impl Eq for LockClass {}
 
 impl LockClass {
+    /// A class named `name` at position `rank` of the order, with its own
+    /// zeroed key.
+    pub const fn new(name: &'static CStr, rank: u8) -> Self {
+        Self {
+            name,
+            rank,
+            key: LockClassKey::new(),
+        }
+    }
+
     /// The name as text.
     pub fn name_str(&self) -> &'static str {
         self.name.to_str().unwrap_or("?")
@@ -349,32 +359,16 @@ const RANK_EXP: u8 = 3;
 const _: () = assert!(RANK_UNLOCKED < RANK_R && RANK_R < RANK_S && RANK_S < RANK_EXP);
 
 /// The class of [`Unlocked`] (no lock is ever made with it).
-pub static UNLOCKED_CLASS: LockClass = LockClass {
-    name: c"hfi1_tid_unlocked",
-    rank: RANK_UNLOCKED,
-    key: LockClassKey::new(),
-};
+pub static UNLOCKED_CLASS: LockClass = LockClass::new(c"hfi1_tid_unlocked", RANK_UNLOCKED);
 
 /// The class of every QP's `r_lock` the engine initialises.
-pub static R_LOCK_CLASS: LockClass = LockClass {
-    name: c"hfi1_tid_qp_r_lock",
-    rank: RANK_R,
-    key: LockClassKey::new(),
-};
+pub static R_LOCK_CLASS: LockClass = LockClass::new(c"hfi1_tid_qp_r_lock", RANK_R);
 
 /// The class of every QP's `s_lock` the engine initialises.
-pub static S_LOCK_CLASS: LockClass = LockClass {
-    name: c"hfi1_tid_qp_s_lock",
-    rank: RANK_S,
-    key: LockClassKey::new(),
-};
+pub static S_LOCK_CLASS: LockClass = LockClass::new(c"hfi1_tid_qp_s_lock", RANK_S);
 
 /// The class of every receive context's `exp_lock` the engine initialises.
-pub static EXP_LOCK_CLASS: LockClass = LockClass {
-    name: c"hfi1_tid_rcd_exp_lock",
-    rank: RANK_EXP,
-    key: LockClassKey::new(),
-};
+pub static EXP_LOCK_CLASS: LockClass = LockClass::new(c"hfi1_tid_rcd_exp_lock", RANK_EXP);
 
 impl LockLevel for Unlocked {
     fn class() -> &'static LockClass {

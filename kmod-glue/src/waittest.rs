@@ -138,12 +138,28 @@ pub unsafe extern "C" fn hfi1_tid_wt_destroy(wt: *mut WaitTest) -> i32 {
 /// `qp->s_lock` held; takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_wt_acquire(wt: *const WaitTest, qp: *mut KQp, k: u32) -> i32 {
+    // SAFETY: forwarded from the caller.
+    unsafe { on_token(wt, qp, k, acquire) }
+}
+
+/// Resolves the harness and token kind (`-EINVAL` for null or an unknown
+/// kind) and runs `f` on the guard over the `s_lock` the caller holds.
+///
+/// # Safety
+///
+/// As [`hfi1_tid_wt_acquire`].
+unsafe fn on_token(
+    wt: *const WaitTest,
+    qp: *mut KQp,
+    k: u32,
+    f: fn(&WaitTest, &KRef, &mut qp_wait::SGuard<'_, KernelPlatform>, QueueKind, usize) -> i32,
+) -> i32 {
     // SAFETY: the caller promises `wt` is null or live.
     let (Some(w), Some((kind, i))) = (unsafe { wt.as_ref() }, kind(k)) else {
         return Errno::INVAL.to_neg();
     };
     // SAFETY: forwarded from the caller (s_lock held).
-    unsafe { with_held_s_lock(qp, |r, s| acquire(w, r, s, kind, i)) }
+    unsafe { with_held_s_lock(qp, |r, s| f(w, r, s, kind, i)) }
 }
 
 fn acquire(
@@ -191,12 +207,8 @@ fn acquire(
 /// `qp->s_lock` held; takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_wt_release(wt: *const WaitTest, qp: *mut KQp, k: u32) -> i32 {
-    // SAFETY: the caller promises `wt` is null or live.
-    let (Some(w), Some((kind, i))) = (unsafe { wt.as_ref() }, kind(k)) else {
-        return Errno::INVAL.to_neg();
-    };
-    // SAFETY: forwarded from the caller (s_lock held).
-    unsafe { with_held_s_lock(qp, |r, s| release(w, r, s, kind, i)) }
+    // SAFETY: forwarded from the caller.
+    unsafe { on_token(wt, qp, k, release) }
 }
 
 fn release(
