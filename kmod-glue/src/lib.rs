@@ -51,6 +51,7 @@
 extern crate alloc;
 
 pub mod abi;
+pub mod driver;
 #[cfg(feature = "engine")]
 pub mod engine;
 pub mod errno;

@@ -116,13 +116,18 @@
 
 extern crate alloc;
 
-use alloc::vec::Vec;
 use core::fmt;
 
 use hfi1_hal::consts::S_WAIT_TID_SPACE;
 use hfi1_hal::lock_order::{ExpLock, Guard, Lock, LockToken, RawSpinLock, SLock, Unlocked};
 use hfi1_hal::services::{QpRef, Scheduler};
 use hfi1_hal::sync::atomic::{AtomicU64, Ordering};
+
+mod queues;
+pub mod store;
+
+pub use queues::WaitQueues;
+pub use store::{WaitCounter, WaitStore};
 
 /// Errors of this crate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -276,6 +281,12 @@ pub struct DevCounters {
     tid_waits: AtomicU64,
 }
 
+impl WaitCounter for DevCounters {
+    fn count_wait(&self) {
+        self.tid_waits.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 impl DevCounters {
     /// Zeroed counters.
     pub fn new() -> Self {
@@ -287,64 +298,6 @@ impl DevCounters {
     /// Times any QP of the device started to wait for TID space.
     pub fn tid_waits(&self) -> u64 {
         self.tid_waits.load(Ordering::Relaxed)
-    }
-}
-
-const NIL: u32 = u32::MAX;
-
-struct Link<R> {
-    state: Membership,
-    prev: u32,
-    next: u32,
-    /// The queue's reference to the QP while it is queued.
-    qp: Option<R>,
-    /// The queue's enqueue count when this QP joined. Kernel:
-    /// `priv->tid_enqueue`.
-    ticket: u64,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Queue {
-    head: u32,
-    tail: u32,
-    len: u32,
-    enqueue: u64,
-    dequeue: u64,
-}
-
-impl Queue {
-    const EMPTY: Self = Self {
-        head: NIL,
-        tail: NIL,
-        len: 0,
-        enqueue: 0,
-        dequeue: 0,
-    };
-}
-
-/// A context's two wait queues: an intrusive doubly linked list over a
-/// table of per-QP links, indexed by the QP's slot, so joining and leaving
-/// are O(1) and need no allocation after the table is made.
-/// Kernel: `rcd->flow_queue`, `rcd->rarr_queue` and each QP's
-/// `priv->tid_wait` list head.
-///
-/// # Locking
-///
-/// Lives in the context's `exp_lock`-guarded state: `&mut WaitQueues` is
-/// proof that `exp_lock` is held.
-pub struct WaitQueues<R> {
-    links: Vec<Link<R>>,
-    flow: Queue,
-    rarr: Queue,
-}
-
-impl<R> fmt::Debug for WaitQueues<R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WaitQueues")
-            .field("slots", &self.links.len())
-            .field("flow", &self.flow)
-            .field("rarr", &self.rarr)
-            .finish()
     }
 }
 
@@ -381,143 +334,6 @@ impl<R> Wakeup<R> {
     }
 }
 
-impl<R> WaitQueues<R> {
-    /// Empty queues with room for `slots` QPs (slots `0..slots`).
-    /// Allocates the table fallibly, once, at context init (no infallible
-    /// allocation path is compiled in).
-    ///
-    /// # Errors
-    ///
-    /// [`WaitError::NoMemory`] if the table cannot be allocated.
-    pub fn new(slots: u32) -> Result<Self, WaitError> {
-        let mut links = Vec::new();
-        hfi1_hal::services::try_fill_vec_with(&mut links, slots as usize, || Link {
-            state: Membership::Idle,
-            prev: NIL,
-            next: NIL,
-            qp: None,
-            ticket: 0,
-        })
-        .map_err(|_| WaitError::NoMemory)?;
-        Ok(Self {
-            links,
-            flow: Queue::EMPTY,
-            rarr: Queue::EMPTY,
-        })
-    }
-
-    /// The number of slots.
-    pub fn slots(&self) -> u32 {
-        self.links.len() as u32
-    }
-
-    fn queue(&self, kind: QueueKind) -> &Queue {
-        match kind {
-            QueueKind::Flow => &self.flow,
-            QueueKind::RcvArray => &self.rarr,
-        }
-    }
-
-    fn queue_mut(&mut self, kind: QueueKind) -> &mut Queue {
-        match kind {
-            QueueKind::Flow => &mut self.flow,
-            QueueKind::RcvArray => &mut self.rarr,
-        }
-    }
-
-    /// QPs waiting on `kind` now.
-    pub fn len(&self, kind: QueueKind) -> usize {
-        self.queue(kind).len as usize
-    }
-
-    /// True if both queues are empty.
-    pub fn is_empty(&self) -> bool {
-        self.flow.len == 0 && self.rarr.len == 0
-    }
-
-    /// QPs that ever joined `kind`. Kernel: `queue->enqueue`.
-    pub fn enqueued(&self, kind: QueueKind) -> u64 {
-        self.queue(kind).enqueue
-    }
-
-    /// QPs that ever left `kind`. Kernel: `queue->dequeue`.
-    pub fn dequeued(&self, kind: QueueKind) -> u64 {
-        self.queue(kind).dequeue
-    }
-
-    /// Where the QP in `slot` waits (`Idle` for a slot out of range).
-    pub fn membership(&self, slot: u32) -> Membership {
-        self.links
-            .get(slot as usize)
-            .map_or(Membership::Idle, |l| l.state)
-    }
-
-    /// The enqueue count of `kind` when the QP in `slot` joined it.
-    /// Kernel: `priv->tid_enqueue`.
-    pub fn ticket(&self, slot: u32) -> Option<u64> {
-        self.links.get(slot as usize).map(|l| l.ticket)
-    }
-
-    /// The slots waiting on `kind`, head first.
-    pub fn iter(&self, kind: QueueKind) -> impl Iterator<Item = u32> + '_ {
-        let mut at = self.queue(kind).head;
-        core::iter::from_fn(move || {
-            if at == NIL {
-                return None;
-            }
-            let here = at;
-            at = self.links.get(at as usize).map_or(NIL, |l| l.next);
-            Some(here)
-        })
-    }
-
-    fn unlink(&mut self, slot: u32) -> Option<(QueueKind, R)> {
-        let link = self.links.get_mut(slot as usize)?;
-        let Membership::Queued(kind) = link.state else {
-            return None;
-        };
-        let (prev, next) = (link.prev, link.next);
-        link.state = Membership::Idle;
-        link.prev = NIL;
-        link.next = NIL;
-        let qp = link.qp.take();
-        if let Some(p) = self.links.get_mut(prev as usize) {
-            p.next = next;
-        }
-        if let Some(n) = self.links.get_mut(next as usize) {
-            n.prev = prev;
-        }
-        let q = self.queue_mut(kind);
-        if q.head == slot {
-            q.head = next;
-        }
-        if q.tail == slot {
-            q.tail = prev;
-        }
-        q.len = q.len.wrapping_sub(1);
-        q.dequeue = q.dequeue.wrapping_add(1);
-        qp.map(|r| (kind, r))
-    }
-}
-
-impl<R: QpRef> WaitQueues<R> {
-    /// The head of `kind`, with a new reference for the caller to wake it
-    /// once `exp_lock` is released. Kernel: `first_qp()`.
-    ///
-    /// # Locking
-    ///
-    /// `exp_lock` (proved by `&self` reached through its guard).
-    pub fn first(&self, kind: QueueKind) -> Wakeup<R> {
-        let head = self.queue(kind).head;
-        Wakeup(
-            self.links
-                .get(head as usize)
-                .and_then(|l| l.qp.as_ref())
-                .map(QpRef::get),
-        )
-    }
-}
-
 /// Something with a waiter-table slot (a QP).
 pub trait Slotted {
     /// The waiter-table slot.
@@ -527,104 +343,6 @@ pub trait Slotted {
 impl<P: WaitPlatform> Slotted for Qp<P> {
     fn slot(&self) -> u32 {
         self.slot
-    }
-}
-
-impl<R: QpRef> WaitQueues<R>
-where
-    R::Target: Slotted,
-{
-    /// False iff `kind` is empty, or its head is `qp` and `qp` waits
-    /// (`WAIT_TID_SPACE` set); true otherwise: someone is ahead of `qp`.
-    /// Reference-neutral. Kernel: `kernel_tid_waiters()`.
-    ///
-    /// # Locking
-    ///
-    /// `exp_lock` (the queues) and `qp`'s `s_lock` (`flags`).
-    pub fn waiters(&self, kind: QueueKind, qp: &R::Target, flags: &SFlags) -> bool {
-        let head = self.queue(kind).head;
-        if head == NIL {
-            return false;
-        }
-        !(head == qp.slot() && flags.waiting())
-    }
-
-    /// Puts `qp` at the tail of `kind` unless it already waits on a queue:
-    /// sets `WAIT_TID_SPACE`, counts the enqueue (and a device-wide tid
-    /// wait) and takes the queue's reference. Idempotent.
-    /// Kernel: `queue_qp_for_tid_wait()`.
-    ///
-    /// # Locking
-    ///
-    /// `exp_lock` (`&mut self`) and `qp`'s `s_lock` (`flags`).
-    pub fn enqueue(
-        &mut self,
-        kind: QueueKind,
-        qp: &R,
-        flags: &mut SFlags,
-        dev: &DevCounters,
-    ) -> Result<(), WaitError> {
-        let slot = qp.slot();
-        let tail = self.queue(kind).tail;
-        let link = self
-            .links
-            .get_mut(slot as usize)
-            .ok_or(WaitError::BadSlot(slot))?;
-        if link.state != Membership::Idle {
-            return Ok(());
-        }
-        flags.set_waiting(true);
-        link.state = Membership::Queued(kind);
-        link.prev = tail;
-        link.next = NIL;
-        link.qp = Some(QpRef::get(qp));
-        if let Some(t) = self.links.get_mut(tail as usize) {
-            t.next = slot;
-        }
-        let q = self.queue_mut(kind);
-        if q.head == NIL {
-            q.head = slot;
-        }
-        q.tail = slot;
-        q.len = q.len.wrapping_add(1);
-        q.enqueue = q.enqueue.wrapping_add(1);
-        let ticket = q.enqueue;
-        if let Some(l) = self.links.get_mut(slot as usize) {
-            l.ticket = ticket;
-        }
-        dev.tid_waits.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Takes `qp` off `kind` if it waits there: clears `WAIT_TID_SPACE`,
-    /// counts a dequeue and drops the queue's reference. Returns whether
-    /// it left. Idempotent. Kernel: `dequeue_tid_waiter()`.
-    ///
-    /// The kernel unlinks the QP from whichever list holds it (one link
-    /// serves both queues) and counts the dequeue on `kind`. Here a QP
-    /// waiting on the *other* queue stays there: otherwise a QP queued for
-    /// RcvArray space that had to get a new flow (its flow released while
-    /// it waited) would silently leave the RcvArray queue, and the QP
-    /// behind it would become the head without a wake-up (found by the
-    /// READ engine's simulator: two QPs stuck). Leaving any queue is
-    /// [`flush_wait`]'s job.
-    ///
-    /// # Locking
-    ///
-    /// `exp_lock` (`&mut self`) and `qp`'s `s_lock` (`flags`).
-    pub fn dequeue(&mut self, kind: QueueKind, qp: &R::Target, flags: &mut SFlags) -> bool {
-        let slot = qp.slot();
-        if self.membership(slot) != Membership::Queued(kind) {
-            return false;
-        }
-        match self.unlink(slot) {
-            Some((_, r)) => {
-                flags.set_waiting(false);
-                drop(r);
-                true
-            }
-            None => false,
-        }
     }
 }
 
@@ -747,11 +465,9 @@ pub fn trigger_resume<P: WaitPlatform>(
 /// `WAIT_TID_SPACE` and takes it off whichever queue holds it, dropping
 /// that reference. Kernel: `hfi1_tid_rdma_flush_wait()`.
 ///
-/// One step beyond the kernel (SPEC §7, "a flush must wake every
-/// waiter"): if `qp` was the head of its queue, the new head is woken.
-/// The old head may already have been given the wake-up that a release
-/// owed to the queue; if it leaves without using it, nobody else would
-/// wake the QP behind it until the next release.
+/// The queue part is [`store::flush`], which says where it goes beyond
+/// the kernel (the new head is woken; the dequeue is counted on the queue
+/// the QP was on).
 ///
 /// # Locking
 ///
@@ -769,18 +485,7 @@ pub fn flush_wait<P, S>(
     state.flags.set_waiting(false);
     let wake = {
         let mut e = exp.lock(token);
-        let queues = e.as_mut();
-        let slot = qp.slot();
-        let was_head = [QueueKind::Flow, QueueKind::RcvArray]
-            .into_iter()
-            .find(|k| queues.queue(*k).head == slot);
-        if let Some((_, r)) = queues.unlink(slot) {
-            drop(r);
-        }
-        match was_head {
-            Some(k) => queues.first(k),
-            None => Wakeup::none(),
-        }
+        store::flush(e.as_mut(), &**qp)
     };
     wake.schedule(token, sched);
 }
