@@ -217,6 +217,34 @@ pub struct ReqStats {
     pub flow_not_found: u64,
 }
 
+impl core::ops::AddAssign for ReqStats {
+    /// Adds another QP's counts (a node's totals).
+    fn add_assign(&mut self, o: Self) {
+        self.requests += o.requests;
+        self.segments += o.segments;
+        self.segments_done += o.segments_done;
+        self.tid_waits += o.tid_waits;
+        self.flow_waits += o.flow_waits;
+        self.syncs += o.syncs;
+        self.read_reqs += o.read_reqs;
+        self.resp_dropped += o.resp_dropped;
+        self.kdeth_errors += o.kdeth_errors;
+        self.naks += o.naks;
+        self.no_memory += o.no_memory;
+        self.retransmits += o.retransmits;
+        self.restarts += o.restarts;
+        self.timeouts += o.timeouts;
+        self.stale_dropped += o.stale_dropped;
+        self.tid_dropped += o.tid_dropped;
+        self.seq_errors += o.seq_errors;
+        self.psn_dropped += o.psn_dropped;
+        self.seq_restarts += o.seq_restarts;
+        self.sw_dropped += o.sw_dropped;
+        self.late_dropped += o.late_dropped;
+        self.flow_not_found += o.flow_not_found;
+    }
+}
+
 /// The requester side of a QP.
 ///
 /// # Locking

@@ -72,6 +72,18 @@ pub struct RespStats {
     pub segments: u64,
 }
 
+impl core::ops::AddAssign for RespStats {
+    /// Adds another QP's counts (a node's totals).
+    fn add_assign(&mut self, o: Self) {
+        self.accepted += o.accepted;
+        self.duplicates += o.duplicates;
+        self.duplicates_ignored += o.duplicates_ignored;
+        self.naks += o.naks;
+        self.packets += o.packets;
+        self.segments += o.segments;
+    }
+}
+
 /// The responder side of a QP.
 ///
 /// # Locking

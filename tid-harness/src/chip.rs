@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The requester's receive path on the software chip: the chip's expected
+//! receive of one READ_RESP (placement, flow checks, header suppression)
+//! and, if the chip hands the packet to software, the requester's receive
+//! with the chip's error and its flow register read after the packet.
+//! Every harness that plays a fabric receives READ_RESPs through here.
+
+use hfi1_hal::FlowPsn;
+use hfi1_hal::platform::FlowTable;
+use hfi1_hal::sim::{ExpectedOutcome, ExpectedPacket, RcvError, SimContext, SimMemory};
+use qp_wait::SGuard;
+use tid_flow::{FlowPlatform, RcvCtxt};
+use tid_read_proto::rc::{EngineError, TidQp};
+use tid_read_proto::requester::{self, ChipFlow, KdethError, RespVerdict};
+use tid_read_proto::wire::read_resp;
+
+/// The requester's name for an error the software chip reported.
+pub fn kdeth_error(e: RcvError) -> KdethError {
+    match e {
+        RcvError::Tid => KdethError::Tid,
+        RcvError::FlowSeq => KdethError::FlowSeq,
+        RcvError::FlowGen => KdethError::FlowGen,
+    }
+}
+
+/// One READ_RESP as it arrives: BTH destination QP and flow PSN, the
+/// header after the BTH, the payload.
+#[derive(Debug, Clone, Copy)]
+pub struct Arriving<'a> {
+    /// BTH destination QP (the requester's `tid_flow_qp`).
+    pub dest_qp: u32,
+    /// BTH PSN: the flow PSN.
+    pub psn: FlowPsn,
+    /// The READ_RESP header.
+    pub hdr: &'a read_resp::Repr,
+    /// The data.
+    pub payload: &'a [u8],
+}
+
+/// The software chip receives a READ_RESP into `mem`; if it delivers the
+/// packet, the requester handles it. Returns the chip's outcome and, for a
+/// delivered packet, the requester's verdict.
+///
+/// The software chip's state lives under `exp_lock`, so it is reached
+/// here under the QP's `s_lock` and `exp_lock`; a real chip needs no lock.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` for the chip and releases
+/// it before the requester runs (which takes it again through `tid-flow`).
+pub fn receive_read_resp<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    mem: &mut SimMemory,
+    pkt: Arriving<'_>,
+) -> (ExpectedOutcome, Option<Result<RespVerdict, EngineError>>)
+where
+    P: FlowPlatform<Chip = SimContext, Ext = TidQp<P>>,
+{
+    let (o, chip) = {
+        let (_, tok) = g.parts();
+        let mut e = rcd.exp_lock.lock(tok);
+        let o = e.chip.receive_expected(
+            mem,
+            ExpectedPacket {
+                dest_qp: pkt.dest_qp,
+                psn: pkt.psn,
+                kdeth0: pkt.hdr.kdeth.kdeth0,
+                payload: pkt.payload,
+            },
+        );
+        let next = e.chip.read_flow(o.flow).next_psn();
+        (o, ChipFlow { flow: o.flow, next })
+    };
+    if !o.delivered {
+        return (o, None);
+    }
+    let v = requester::rcv_read_resp(
+        rcd,
+        qp,
+        g,
+        pkt.psn,
+        pkt.hdr,
+        o.error.map(kdeth_error),
+        Some(chip),
+    );
+    (o, Some(v))
+}

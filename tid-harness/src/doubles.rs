@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The test doubles every harness shares: the responder's memory regions
+//! (a counted [`MrTable`] and the [`SourceData`] behind it), the data
+//! pattern they serve, a [`PacketSink`] that keeps what an engine sent, and
+//! a page allocator for the requester's destination buffers.
+
+use alloc::collections::VecDeque;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::cell::Cell;
+
+use hfi1_hal::consts::PAGE_SIZE;
+use hfi1_hal::sim::SimMemory;
+use tid_flow::Sge;
+use tid_read_proto::packet::MAX_PACKET;
+use tid_read_proto::rc::{MrTable, PacketSink, SourceData};
+
+/// The source word at remote word address `addr8` (a byte address shifted
+/// right by 3): a 64-bit mix of the address, so a byte placed at the wrong
+/// offset, from the wrong region or for the wrong QP shows.
+pub fn pattern_word(addr8: u64) -> u64 {
+    let mut z = addr8.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The source byte at remote address `addr`.
+pub fn pattern(addr: u64) -> u8 {
+    let [b0, b1, b2, b3, b4, b5, b6, b7] = pattern_word(addr >> 3).to_le_bytes();
+    match addr & 7 {
+        0 => b0,
+        1 => b1,
+        2 => b2,
+        3 => b3,
+        4 => b4,
+        5 => b5,
+        6 => b6,
+        _ => b7,
+    }
+}
+
+/// Fills `out` with the source bytes from remote address `addr` on.
+pub fn fill_pattern(addr: u64, out: &mut [u8]) {
+    let mut a = addr;
+    let mut rest = out;
+    // An unaligned head byte by byte, then whole words.
+    while a & 7 != 0 {
+        let Some((b, tail)) = rest.split_first_mut() else {
+            return;
+        };
+        *b = pattern(a);
+        rest = tail;
+        a = a.wrapping_add(1);
+    }
+    let mut words = rest.chunks_exact_mut(8);
+    for w in &mut words {
+        w.copy_from_slice(&pattern_word(a >> 3).to_le_bytes());
+        a = a.wrapping_add(8);
+    }
+    for (i, b) in words.into_remainder().iter_mut().enumerate() {
+        *b = pattern(a.wrapping_add(i as u64));
+    }
+}
+
+/// One memory region of the responder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Region {
+    /// First remote address.
+    pub base: u64,
+    /// Bytes.
+    pub len: u64,
+    /// Its R_Key.
+    pub rkey: u32,
+}
+
+impl Region {
+    /// True if `[vaddr, vaddr + len)` lies inside the region.
+    pub fn covers(&self, vaddr: u64, len: u64) -> bool {
+        vaddr
+            .checked_add(len)
+            .is_some_and(|end| vaddr >= self.base && end <= self.base.saturating_add(self.len))
+    }
+}
+
+/// The responder's memory regions, their reference counts and the data
+/// behind them ([`fill_pattern`]). Kernel: the `rvt_mregion`s behind
+/// `rvt_rkey_ok()` / `rvt_put_mr()`.
+///
+/// A handle is the region's index. A put of a handle never handed out, or
+/// of a region with no reference left, is a misuse: it is counted (and
+/// changes no count), and [`Regions::misuses`] makes the harness fail at
+/// teardown.
+#[derive(Debug, Default)]
+pub struct Regions {
+    regions: Vec<(Region, Cell<u64>)>,
+    misuses: Cell<u64>,
+}
+
+impl Regions {
+    /// No region.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a region; returns its handle.
+    pub fn add(&mut self, r: Region) -> u32 {
+        self.regions.push((r, Cell::new(0)));
+        u32::try_from(self.regions.len() - 1).unwrap_or(u32::MAX)
+    }
+
+    /// References held now, over every region.
+    pub fn refs(&self) -> u64 {
+        self.regions.iter().map(|(_, n)| n.get()).sum()
+    }
+
+    /// Puts of an unknown handle or of a region with no reference left.
+    pub fn misuses(&self) -> u64 {
+        self.misuses.get()
+    }
+}
+
+impl MrTable for Regions {
+    fn get(&self, vaddr: u64, len: u32, rkey: u32) -> Option<u32> {
+        let (i, (_, refs)) = self
+            .regions
+            .iter()
+            .enumerate()
+            .find(|(_, (r, _))| r.rkey == rkey && r.covers(vaddr, u64::from(len)))?;
+        let mr = u32::try_from(i).ok()?;
+        refs.set(refs.get() + 1);
+        Some(mr)
+    }
+
+    fn put(&self, mr: u32) {
+        match self.regions.get(mr as usize) {
+            Some((_, refs)) if refs.get() > 0 => refs.set(refs.get() - 1),
+            _ => self.misuses.set(self.misuses.get() + 1),
+        }
+    }
+}
+
+impl SourceData for Regions {
+    fn read(&self, vaddr: u64, out: &mut [u8]) -> bool {
+        let inside = self
+            .regions
+            .iter()
+            .any(|(r, _)| r.covers(vaddr, out.len() as u64));
+        if inside {
+            fill_pattern(vaddr, out);
+        }
+        inside
+    }
+}
+
+/// Keeps every packet an engine sends, oldest first.
+#[derive(Debug)]
+pub struct Outbox {
+    buf: Vec<u8>,
+    sent: VecDeque<Vec<u8>>,
+    oversized: u64,
+}
+
+impl Default for Outbox {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Outbox {
+    /// An empty outbox with a buffer of [`MAX_PACKET`] bytes.
+    pub fn new() -> Self {
+        Self {
+            buf: vec![0; MAX_PACKET],
+            sent: VecDeque::new(),
+            oversized: 0,
+        }
+    }
+
+    /// Takes the oldest packet.
+    pub fn pop(&mut self) -> Option<Vec<u8>> {
+        self.sent.pop_front()
+    }
+
+    /// Takes every packet, oldest first.
+    pub fn drain(&mut self) -> impl Iterator<Item = Vec<u8>> + '_ {
+        self.sent.drain(..)
+    }
+
+    /// Packets waiting.
+    pub fn len(&self) -> usize {
+        self.sent.len()
+    }
+
+    /// True if nothing waits.
+    pub fn is_empty(&self) -> bool {
+        self.sent.is_empty()
+    }
+
+    /// Sends of more bytes than the buffer holds (an engine bug; the
+    /// packet is dropped).
+    pub fn oversized(&self) -> u64 {
+        self.oversized
+    }
+}
+
+impl PacketSink for Outbox {
+    fn buffer(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+
+    fn send(&mut self, len: usize) {
+        match self.buf.get(..len) {
+            Some(p) => self.sent.push_back(p.to_vec()),
+            None => self.oversized += 1,
+        }
+    }
+}
+
+/// Hands out destination pages by page frame number, in rising order,
+/// with the gaps the caller asks for (so buffers are as fragmented as a
+/// test wants). The pages are physical addresses of the software chip's
+/// [`SimMemory`]: [`map`] adds them, [`unmap`] takes them away.
+#[derive(Debug, Clone)]
+pub struct PageAllocator {
+    next_pfn: u64,
+}
+
+impl PageAllocator {
+    /// Pages from `first_pfn` on.
+    pub fn new(first_pfn: u64) -> Self {
+        Self {
+            next_pfn: first_pfn,
+        }
+    }
+
+    /// `len` contiguous pages starting `gap` pages after the last page
+    /// handed out.
+    pub fn run(&mut self, gap: u64, len: u64) -> Sge {
+        let start = self.next_pfn.wrapping_add(gap);
+        self.next_pfn = start.wrapping_add(len);
+        Sge {
+            vaddr: start << 12,
+            length: u32::try_from(len).unwrap_or(0).wrapping_mul(PAGE_SIZE),
+        }
+    }
+
+    /// `pages` pages no two of which are contiguous, one SGE each, and a
+    /// gap after them.
+    pub fn scattered(&mut self, pages: u64) -> Vec<Sge> {
+        let sges = (0..pages).map(|k| self.run(u64::from(k > 0), 1)).collect();
+        self.next_pfn = self.next_pfn.wrapping_add(1);
+        sges
+    }
+
+    /// `pages` pages (at most 8) with a one-page gap before page `k`
+    /// wherever bit `k` of `gaps` is set (bit 0 is ignored); contiguous
+    /// pages share an SGE. A gap follows the last page.
+    pub fn with_gaps(&mut self, pages: u64, gaps: u8) -> Vec<Sge> {
+        let mut sges: Vec<Sge> = Vec::new();
+        for k in 0..pages.min(8) {
+            let gap = k > 0 && gaps & (1 << k) != 0;
+            let s = self.run(u64::from(gap), 1);
+            match sges.last_mut() {
+                Some(last) if !gap => last.length += s.length,
+                _ => sges.push(s),
+            }
+        }
+        self.next_pfn = self.next_pfn.wrapping_add(1);
+        sges
+    }
+}
+
+/// The page frame numbers of `sges`.
+pub fn pfns(sges: &[Sge]) -> impl Iterator<Item = u64> + '_ {
+    sges.iter()
+        .flat_map(|s| (0..u64::from(s.length / PAGE_SIZE)).map(move |k| (s.vaddr >> 12) + k))
+}
+
+/// Adds the pages of `sges` to `mem`.
+pub fn map(mem: &mut SimMemory, sges: &[Sge]) {
+    pfns(sges).for_each(|p| mem.add_page(p));
+}
+
+/// Takes the pages of `sges` away from `mem`.
+pub fn unmap(mem: &mut SimMemory, sges: &[Sge]) {
+    pfns(sges).for_each(|p| mem.remove_page(p));
+}
+
+/// What comparing a buffer with the source found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DataCheck {
+    /// Bytes equal to the source.
+    pub verified: u64,
+    /// Bytes that differ (a page not there counts whole).
+    pub mismatched: u64,
+    /// The first page that differs: its address and the remote address it
+    /// was read from.
+    pub first_bad: Option<(u64, u64)>,
+}
+
+/// Compares the pages of `sges` in `mem` with the source bytes from
+/// remote address `remote` on.
+pub fn check_data(mem: &SimMemory, sges: &[Sge], remote: u64) -> DataCheck {
+    let page = PAGE_SIZE as usize;
+    let mut got = vec![0u8; page];
+    let mut want = vec![0u8; page];
+    let mut c = DataCheck::default();
+    for (k, pfn) in pfns(sges).enumerate() {
+        let addr = pfn << 12;
+        let from = remote.wrapping_add(k as u64 * u64::from(PAGE_SIZE));
+        fill_pattern(from, &mut want);
+        let bad = match mem.read(addr, &mut got) {
+            Ok(()) => got.iter().zip(&want).filter(|(a, b)| a != b).count() as u64,
+            Err(_) => u64::from(PAGE_SIZE),
+        };
+        if bad > 0 && c.first_bad.is_none() {
+            c.first_bad = Some((addr, from));
+        }
+        c.mismatched += bad;
+        c.verified += u64::from(PAGE_SIZE) - bad;
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pattern_is_the_same_bytewise_and_wordwise() {
+        let mut a = [0u8; 37];
+        fill_pattern(0x1_0003, &mut a);
+        for (i, b) in a.iter().enumerate() {
+            assert_eq!(*b, pattern(0x1_0003 + i as u64));
+        }
+        assert_ne!(a[..8], a[8..16]);
+    }
+
+    #[test]
+    fn a_put_of_an_unknown_handle_or_twice_is_a_misuse() {
+        let mut r = Regions::new();
+        r.add(Region {
+            base: 0x1000,
+            len: 0x1000,
+            rkey: 7,
+        });
+        assert_eq!(r.get(0x1800, 0x800, 7), Some(0));
+        assert_eq!(r.get(0x1800, 0x801, 7), None, "past the end");
+        assert_eq!(r.get(0x1000, 8, 8), None, "other key");
+        assert_eq!(r.refs(), 1);
+        r.put(0);
+        r.put(0);
+        r.put(5);
+        assert_eq!((r.refs(), r.misuses()), (0, 2));
+    }
+
+    #[test]
+    fn page_layouts() {
+        let mut p = PageAllocator::new(0x100);
+        let s = p.scattered(3);
+        assert_eq!(
+            s.iter().map(|s| s.vaddr >> 12).collect::<Vec<_>>(),
+            [0x100, 0x102, 0x104]
+        );
+        let g = p.with_gaps(4, 0b0100);
+        assert_eq!(g.len(), 2);
+        assert_eq!((g[0].vaddr >> 12, g[0].length), (0x106, 2 * PAGE_SIZE));
+        assert_eq!((g[1].vaddr >> 12, g[1].length), (0x109, 2 * PAGE_SIZE));
+        assert_eq!(pfns(&g).count(), 4);
+    }
+
+    #[test]
+    fn data_check_counts_and_names_the_first_bad_page() {
+        let mut mem = SimMemory::new();
+        let sges = PageAllocator::new(0x10).scattered(2);
+        map(&mut mem, &sges);
+        let mut page = vec![0u8; PAGE_SIZE as usize];
+        fill_pattern(0x9000, &mut page);
+        mem.write(sges[0].vaddr, &page).unwrap();
+        let c = check_data(&mem, &sges, 0x9000);
+        assert_eq!(c.verified + c.mismatched, 2 * u64::from(PAGE_SIZE));
+        assert_eq!(c.first_bad, Some((sges[1].vaddr, 0x9000 + 4096)));
+        unmap(&mut mem, &sges);
+        assert_eq!(mem.page_count(), 0);
+    }
+}
