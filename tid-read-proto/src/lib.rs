@@ -21,10 +21,10 @@
 //!   PSNs, the QP's protocol state [`rc::TidQp`]);
 //! - [`requester`] and [`responder`]: the READ engines, over `tid-flow`
 //!   (hardware flows, segments) and the QP's `s_lock`;
-//! - [`packet`]: whole packets the engines build and parse;
-//! - `sim` (feature `sim`): a ready software platform for the engines;
-//! - `sim_chip` (feature `sim-chip`, `no_std`): the requester's receive
-//!   path on the software chip, shared by every harness.
+//! - [`packet`]: whole packets the engines build and parse.
+//!
+//! The engines are tested on the software platform and doubles of the
+//! `tid-harness` crate.
 //!
 //! The modules above [`rc`] are pure functions or plain values over their
 //! inputs: no lock is taken or needed. The engines run under the QP's
@@ -51,8 +51,4 @@ pub mod read_req;
 pub mod read_resp;
 pub mod requester;
 pub mod responder;
-#[cfg(feature = "sim")]
-pub mod sim;
-#[cfg(feature = "sim-chip")]
-pub mod sim_chip;
 pub mod wire;

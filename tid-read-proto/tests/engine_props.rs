@@ -5,55 +5,19 @@
 //! headers and payloads never panics, never leaks a memory-region
 //! reference and only ever answers with well-formed packets.
 
-use std::cell::Cell;
-
 use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::{FlowPsn, Kdeth0, Kdeth1, Psn};
 use proptest::prelude::*;
+use tid_harness::doubles::{Outbox, Region, Regions};
+use tid_harness::platform::{SoftPlatform, new_qp};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::{self, Parsed, Path};
-use tid_read_proto::rc::{Connection, MrTable, PacketSink, SourceData};
+use tid_read_proto::rc::Connection;
 use tid_read_proto::responder;
-use tid_read_proto::sim::{EnginePlatform, new_qp};
 use tid_read_proto::wire::{aeth, kdeth, read_req, reth};
 
-#[derive(Default)]
-struct Mrs {
-    refs: Cell<i64>,
-}
-
-impl MrTable for Mrs {
-    fn get(&self, vaddr: u64, len: u32, rkey: u32) -> Option<u32> {
-        (rkey & 1 == 0 && vaddr.checked_add(u64::from(len)).is_some()).then(|| {
-            self.refs.set(self.refs.get() + 1);
-            0
-        })
-    }
-    fn put(&self, _mr: u32) {
-        self.refs.set(self.refs.get() - 1);
-    }
-}
-
-impl SourceData for Mrs {
-    fn read(&self, _vaddr: u64, out: &mut [u8]) -> bool {
-        out.fill(0x5A);
-        true
-    }
-}
-
-struct Sink {
-    buf: Vec<u8>,
-    out: Vec<Vec<u8>>,
-}
-
-impl PacketSink for Sink {
-    fn buffer(&mut self) -> &mut [u8] {
-        &mut self.buf
-    }
-    fn send(&mut self, len: usize) {
-        self.out.push(self.buf[..len].to_vec());
-    }
-}
+/// The R_Key of the one region, which spans every address.
+const RKEY: u32 = 0x77;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
@@ -81,7 +45,7 @@ proptest! {
     fn the_responder_survives_any_request(
         psn in 95u32..110,
         length in prop_oneof![Just(0u32), Just(4096), Just(8192), Just(65536), 0u32..300_000],
-        rkey in any::<u32>(),
+        rkey in prop_oneof![Just(RKEY), any::<u32>()],
         vaddr in any::<u64>(),
         flow_psn in any::<u32>(),
         tid_flow_qp in any::<u32>(),
@@ -100,7 +64,8 @@ proptest! {
             remote_read,
         };
         let qp = new_qp(0x400, 0, 0, conn, Psn::new(100));
-        let mrs = Mrs::default();
+        let mut mrs = Regions::new();
+        mrs.add(Region { base: 0, len: u64::MAX, rkey: RKEY });
         let hdr = read_req::Repr {
             kdeth: kdeth::Repr {
                 kdeth0: Kdeth0::from_raw(Kdeth0::KVER << 30),
@@ -113,19 +78,19 @@ proptest! {
         };
         let mut root = LockToken::root();
         let mut g = qp.s_lock.lock(&mut root);
-        let mut sink = Sink { buf: vec![0; packet::MAX_PACKET], out: Vec::new() };
+        let mut sink = Outbox::new();
         for _ in 0..repeat {
-            let _ = responder::rcv_read_req::<EnginePlatform>(&mut g, Psn::new(psn), &hdr, &payload, &mrs);
+            let _ = responder::rcv_read_req::<SoftPlatform>(&mut g, Psn::new(psn), &hdr, &payload, &mrs);
             let mut rounds = 0;
-            while let Ok(true) = responder::make_resp::<EnginePlatform>(&mut g, &mrs, &mrs, &mut sink, 16) {
+            while let Ok(true) = responder::make_resp::<SoftPlatform>(&mut g, &mrs, &mrs, &mut sink, 16) {
                 rounds += 1;
                 prop_assert!(rounds < 10_000);
             }
         }
-        for p in &sink.out {
-            prop_assert!(packet::parse(p).is_ok(), "the responder sent a malformed packet");
+        for p in sink.drain() {
+            prop_assert!(packet::parse(&p).is_ok(), "the responder sent a malformed packet");
         }
         g.ext.resp.release_all(&mrs);
-        prop_assert_eq!(mrs.refs.get(), 0);
+        prop_assert_eq!((mrs.refs(), mrs.misuses()), (0, 0));
     }
 }

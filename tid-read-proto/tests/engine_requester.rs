@@ -12,41 +12,22 @@ use hfi1_hal::sim::{RcvError, SimMemory};
 use hfi1_hal::{FlowPsn, Psn};
 use qp_wait::QueueKind;
 use tid_flow::{RcvCtxt, Sge};
+use tid_harness::chip::{Arriving, receive_read_resp};
+use tid_harness::doubles::{self, Outbox, PageAllocator};
+use tid_harness::platform::{SoftPlatform, SoftQp, new_ctxt, new_qp};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::{self, Parsed, Path};
-use tid_read_proto::rc::{Connection, EngineError, PacketSink, WcStatus};
+use tid_read_proto::rc::{Connection, EngineError, WcStatus};
 use tid_read_proto::read_resp::{RespBuilder, RespFlow, RespPacket};
 use tid_read_proto::requester::{self, ReadWr, RespVerdict};
-use tid_read_proto::sim::{EnginePlatform, EngineQp, new_ctxt, new_qp};
-use tid_read_proto::sim_chip::receive_read_resp;
 use tid_read_proto::wire::aeth;
 use tid_read_proto::wire::read_resp;
 use tid_read_proto::wire::tid_entries::Entries;
 
-struct Sink {
-    buf: Vec<u8>,
-    out: Vec<Vec<u8>>,
-}
-
-impl PacketSink for Sink {
-    fn buffer(&mut self) -> &mut [u8] {
-        &mut self.buf
-    }
-    fn send(&mut self, len: usize) {
-        self.out.push(self.buf[..len].to_vec());
-    }
-}
-
-fn sink() -> Sink {
-    Sink {
-        buf: vec![0; packet::MAX_PACKET],
-        out: Vec::new(),
-    }
-}
-
+/// One requester QP on its own context; the test plays the responder.
 struct World {
-    rcd: Box<RcvCtxt<EnginePlatform>>,
-    qp: EngineQp,
+    rcd: Box<RcvCtxt<SoftPlatform>>,
+    qp: SoftQp,
     mem: SimMemory,
 }
 
@@ -62,23 +43,17 @@ fn world(groups: usize) -> World {
         remote_read: false,
     };
     World {
-        rcd: new_ctxt(1, 0, groups, 4, 9).unwrap(),
+        rcd: new_ctxt(1, groups, 4, 9).unwrap(),
         qp: new_qp(0x100, 0, 0, conn, Psn::new(7)),
         mem: SimMemory::new(),
     }
 }
 
-/// `pages` scattered pages (every other pfn) from `pfn`.
+/// `pages` scattered pages (every other pfn) from `pfn`, in `mem`.
 fn scattered(mem: &mut SimMemory, pfn: u64, pages: u64) -> Vec<Sge> {
-    (0..pages)
-        .map(|i| {
-            mem.add_page(pfn + 2 * i);
-            Sge {
-                vaddr: (pfn + 2 * i) << 12,
-                length: 4096,
-            }
-        })
-        .collect()
+    let sges = PageAllocator::new(pfn).scattered(pages);
+    doubles::map(mem, &sges);
+    sges
 }
 
 impl World {
@@ -101,11 +76,11 @@ impl World {
     /// Runs the send engine once per pending request for it.
     fn send(&self) -> Vec<Vec<u8>> {
         let mut root = LockToken::root();
-        let mut s = sink();
+        let mut s = Outbox::new();
         while let Some(qp) = self.rcd.sched.pop_send() {
             requester::send_engine(&self.rcd, &qp, &mut root, &mut s).unwrap();
         }
-        s.out
+        s.drain().collect()
     }
 
     /// The READ_RESP stream a responder would send for a READ_REQ.
@@ -155,16 +130,13 @@ impl World {
         let payload = vec![fill; p.len as usize];
         let mut root = LockToken::root();
         let mut g = self.qp.s_lock.lock(&mut root);
-        let (o, v) = receive_read_resp(
-            &self.rcd,
-            &self.qp,
-            &mut g,
-            &mut self.mem,
-            *dest,
-            FlowPsn::from_raw(p.bth_psn.raw()),
+        let pkt = Arriving {
+            dest_qp: *dest,
+            psn: FlowPsn::from_raw(p.bth_psn.raw()),
             hdr,
-            &payload,
-        );
+            payload: &payload,
+        };
+        let (o, v) = receive_read_resp(&self.rcd, &self.qp, &mut g, &mut self.mem, pkt);
         (o.error, v.map(Result::unwrap))
     }
 

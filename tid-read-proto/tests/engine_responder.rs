@@ -3,16 +3,15 @@
 //! queue, the READ_RESP stream, duplicates, and memory-region references
 //! (SPEC §5 "Responder", "Duplicate READ_REQ", §7 MR references).
 
-use std::cell::Cell;
-
 use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::{FlowIndex, Generation, Psn, TidCtrl, TidEntry};
+use tid_harness::doubles::{Outbox, Region, Regions, pattern};
+use tid_harness::platform::{SoftPlatform, SoftQp, new_qp};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::{self, Parsed, Path};
-use tid_read_proto::rc::{Connection, MrTable, PacketSink, SourceData};
+use tid_read_proto::rc::Connection;
 use tid_read_proto::read_resp::{ReadReqFlow, build_read_req};
 use tid_read_proto::responder::{self, ReqVerdict};
-use tid_read_proto::sim::{EnginePlatform, EngineQp, new_qp};
 use tid_read_proto::wire::aeth::NakCode;
 use tid_read_proto::wire::read_req;
 
@@ -20,56 +19,18 @@ const BASE: u64 = 0x10_0000;
 const LEN: u64 = 1 << 20;
 const RKEY: u32 = 0x77;
 
-#[derive(Default)]
-struct Mrs {
-    refs: Cell<i64>,
+/// The responder's one memory region.
+fn mrs() -> Regions {
+    let mut r = Regions::new();
+    r.add(Region {
+        base: BASE,
+        len: LEN,
+        rkey: RKEY,
+    });
+    r
 }
 
-impl MrTable for Mrs {
-    fn get(&self, vaddr: u64, len: u32, rkey: u32) -> Option<u32> {
-        (rkey == RKEY && vaddr >= BASE && vaddr + u64::from(len) <= BASE + LEN).then(|| {
-            self.refs.set(self.refs.get() + 1);
-            0
-        })
-    }
-    fn put(&self, _mr: u32) {
-        self.refs.set(self.refs.get() - 1);
-    }
-}
-
-impl SourceData for Mrs {
-    fn read(&self, vaddr: u64, out: &mut [u8]) -> bool {
-        for (i, b) in out.iter_mut().enumerate() {
-            *b = (vaddr + i as u64) as u8;
-        }
-        true
-    }
-}
-
-struct Sink {
-    buf: Vec<u8>,
-    out: Vec<Vec<u8>>,
-}
-
-impl Sink {
-    fn new() -> Self {
-        Self {
-            buf: vec![0; packet::MAX_PACKET],
-            out: Vec::new(),
-        }
-    }
-}
-
-impl PacketSink for Sink {
-    fn buffer(&mut self) -> &mut [u8] {
-        &mut self.buf
-    }
-    fn send(&mut self, len: usize) {
-        self.out.push(self.buf[..len].to_vec());
-    }
-}
-
-fn responder(remote_read: bool) -> EngineQp {
+fn responder(remote_read: bool) -> SoftQp {
     let local = TidParams::local(2, 32, 14, false);
     let remote = TidParams::local(1, 32, 14, false);
     let conn = Connection {
@@ -136,18 +97,18 @@ fn req(psn: u32, g: u32, pages: u32, len: u32, rkey: u32, vaddr: u64) -> Req {
     }
 }
 
-fn deliver(qp: &EngineQp, r: &Req, mrs: &Mrs) -> ReqVerdict {
+fn deliver(qp: &SoftQp, r: &Req, mrs: &Regions) -> ReqVerdict {
     let mut root = LockToken::root();
     let mut g = qp.s_lock.lock(&mut root);
-    responder::rcv_read_req::<EnginePlatform>(&mut g, r.psn, &r.hdr, &r.payload, mrs)
+    responder::rcv_read_req::<SoftPlatform>(&mut g, r.psn, &r.hdr, &r.payload, mrs)
 }
 
-fn send_all(qp: &EngineQp, mrs: &Mrs) -> Vec<Vec<u8>> {
+fn send_all(qp: &SoftQp, mrs: &Regions) -> Vec<Vec<u8>> {
     let mut root = LockToken::root();
     let mut g = qp.s_lock.lock(&mut root);
-    let mut sink = Sink::new();
-    while responder::make_resp::<EnginePlatform>(&mut g, mrs, mrs, &mut sink, 4).unwrap() {}
-    sink.out
+    let mut sink = Outbox::new();
+    while responder::make_resp::<SoftPlatform>(&mut g, mrs, mrs, &mut sink, 4).unwrap() {}
+    sink.drain().collect()
 }
 
 fn nak_of(p: &[u8]) -> Option<(u8, Psn)> {
@@ -160,10 +121,10 @@ fn nak_of(p: &[u8]) -> Option<(u8, Psn)> {
 #[test]
 fn accepted_request_streams_one_resp_per_page_and_releases_its_mr() {
     let qp = responder(true);
-    let mrs = Mrs::default();
+    let mrs = mrs();
     let r = req(100, 5, 8, 8 * 4096, RKEY, BASE);
     assert_eq!(deliver(&qp, &r, &mrs), ReqVerdict::Accepted);
-    assert_eq!(mrs.refs.get(), 1);
+    assert_eq!(mrs.refs(), 1);
     let pkts = send_all(&qp, &mrs);
     assert_eq!(pkts.len(), 8);
     for (i, p) in pkts.iter().enumerate() {
@@ -175,16 +136,16 @@ fn accepted_request_streams_one_resp_per_page_and_releases_its_mr() {
         assert_eq!(bth.dest_qp, 0x80_0001 | 3 << 11 | 1);
         assert_eq!(hdr.kdeth.kdeth0.sh(), i != 7, "SH on all but the last");
         assert_eq!(payload.len(), 4096);
-        assert_eq!(payload[0], (BASE + 4096 * i as u64) as u8);
+        assert_eq!(payload[0], pattern(BASE + 4096 * i as u64));
     }
-    assert_eq!(mrs.refs.get(), 0, "released when the entry is sent");
+    assert_eq!(mrs.refs(), 0, "released when the entry is sent");
     let mut root = LockToken::root();
     assert_eq!(qp.s_lock.lock(&mut root).ext.resp.r_psn, Psn::new(108));
 }
 
 #[test]
 fn each_validation_earns_its_nak() {
-    let mrs = Mrs::default();
+    let mrs = mrs();
     let cases = [
         (
             responder(false),
@@ -222,18 +183,14 @@ fn each_validation_earns_its_nak() {
         let pkts = send_all(&qp, &mrs);
         assert_eq!(pkts.len(), 1);
         assert_eq!(nak_of(&pkts[0]), Some((code.syndrome(), Psn::new(100))));
-        assert_eq!(
-            mrs.refs.get(),
-            0,
-            "no MR reference kept by a refused request"
-        );
+        assert_eq!(mrs.refs(), 0, "no MR reference kept by a refused request");
     }
 }
 
 #[test]
 fn one_psn_nak_per_episode() {
     let qp = responder(true);
-    let mrs = Mrs::default();
+    let mrs = mrs();
     let ahead = req(110, 1, 2, 8192, RKEY, BASE);
     assert_eq!(
         deliver(&qp, &ahead, &mrs),
@@ -255,7 +212,7 @@ fn one_psn_nak_per_episode() {
 #[test]
 fn a_full_ack_queue_is_a_remote_operational_error() {
     let qp = responder(true);
-    let mrs = Mrs::default();
+    let mrs = mrs();
     let mut psn = 100;
     for _ in 0..16 {
         assert_eq!(
@@ -268,11 +225,11 @@ fn a_full_ack_queue_is_a_remote_operational_error() {
         deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
         ReqVerdict::Refused(Some(NakCode::RemoteOperationalError))
     );
-    assert_eq!(mrs.refs.get(), 16);
+    assert_eq!(mrs.refs(), 16);
     // Sending frees the queue and the references.
     let pkts = send_all(&qp, &mrs);
     assert_eq!(pkts.len(), 17);
-    assert_eq!(mrs.refs.get(), 0);
+    assert_eq!(mrs.refs(), 0);
     assert_eq!(
         deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
         ReqVerdict::Accepted
@@ -282,7 +239,7 @@ fn a_full_ack_queue_is_a_remote_operational_error() {
 #[test]
 fn duplicate_restarts_only_from_the_start_with_the_same_length() {
     let qp = responder(true);
-    let mrs = Mrs::default();
+    let mrs = mrs();
     let first = req(100, 1, 4, 4 * 4096, RKEY, BASE);
     let second = req(104, 1, 4, 4 * 4096, RKEY, BASE + 4 * 4096);
     assert_eq!(deliver(&qp, &first, &mrs), ReqVerdict::Accepted);
@@ -312,7 +269,7 @@ fn duplicate_restarts_only_from_the_start_with_the_same_length() {
         panic!()
     };
     assert_eq!((bth.psn.get() >> 11, hdr.verbs_psn), (2, Psn::new(100)));
-    assert_eq!(mrs.refs.get(), 0);
+    assert_eq!(mrs.refs(), 0);
     let mut root = LockToken::root();
     assert_eq!(qp.s_lock.lock(&mut root).ext.resp.r_psn, Psn::new(108));
 }
@@ -327,7 +284,7 @@ fn duplicate_restarts_only_from_the_start_with_the_same_length() {
 #[test]
 fn mr_references_are_released_on_reuse_and_destroy() {
     let qp = responder(true);
-    let mrs = Mrs::default();
+    let mrs = mrs();
     // 20 requests through the ring: entries are reused.
     for i in 0..20u32 {
         assert_eq!(
@@ -338,7 +295,7 @@ fn mr_references_are_released_on_reuse_and_destroy() {
         assert_eq!(send_all(&qp, &mrs).len(), 2);
         let mut root = LockToken::root();
         let held = qp.s_lock.lock(&mut root).ext.resp.mr_refs();
-        assert_eq!(mrs.refs.get(), held as i64, "request {i}");
+        assert_eq!(mrs.refs(), held as u64, "request {i}");
         assert_eq!(held, 0, "request {i}: references left after sending");
     }
     let qp = responder(true);
@@ -346,11 +303,11 @@ fn mr_references_are_released_on_reuse_and_destroy() {
         deliver(&qp, &req(100, 1, 2, 8192, RKEY, BASE), &mrs),
         ReqVerdict::Accepted
     );
-    assert_eq!(mrs.refs.get(), 1);
+    assert_eq!(mrs.refs(), 1);
     let mut root = LockToken::root();
     let mut g = qp.s_lock.lock(&mut root);
     assert_eq!(g.ext.resp.mr_refs(), 1);
     g.ext.resp.release_all(&mrs);
     assert_eq!(g.ext.resp.mr_refs(), 0);
-    assert_eq!(mrs.refs.get(), 0);
+    assert_eq!(mrs.refs(), 0);
 }

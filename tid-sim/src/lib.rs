@@ -6,10 +6,12 @@
 //! - [`fabric`]: the link between the nodes, with seeded faults;
 //! - [`rng`]: the one seeded random source;
 //! - [`pcap`]: capture files of link type ERF;
-//! - [`scenario`]: one run of the two nodes, with its report.
+//! - [`scenario`]: one run of the harness's two nodes over the fabric;
+//! - [`report`]: what a run reports.
 
 pub mod cli;
 pub mod fabric;
 pub mod pcap;
+pub mod report;
 pub mod rng;
 pub mod scenario;

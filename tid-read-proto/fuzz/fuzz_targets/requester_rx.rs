@@ -2,15 +2,13 @@
 //! The requester's receive paths (READ_RESP through the software chip,
 //! ACK/NAK) on live QP state, fed real packets in any order plus byte-
 //! mutated and raw packets.
-//! No panic, no leak, and the invariants of `common` hold after every
-//! step; at the end every request completed and destroying the QPs gives
+//! No panic, no leak, and the invariants of `tid_harness::fuzz` hold
+//! after every step; at the end every request completed and destroying the QPs gives
 //! every resource back.
 #![no_main]
-
-mod common;
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    common::run(common::Mode::RequesterRx, data);
+    tid_harness::fuzz::run(tid_harness::fuzz::Mode::RequesterRx, data);
 });
