@@ -35,7 +35,8 @@ use hfi1_hal::sim::{SimContext, SimDma, SimRef, SimScheduler};
 use qp_wait::{DevCounters, Qp, SendState, WaitPlatform};
 use tid_flow::{CtxtParts, FlowPlatform, RcvCtxt};
 use tid_harness::world::{Arrival, AtResponder, Done, Node, Setup, TwoNodes};
-use tid_read_proto::rc::{Connection, TidQp, WcStatus};
+use tid_read_proto::qp::TidQp;
+use tid_read_proto::rc::{Connection, WcStatus};
 
 use crate::errno::Errno;
 use crate::kplat::{KMem, KRandom, KernelSpinLock, kernel, try_box};

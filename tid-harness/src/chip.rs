@@ -10,8 +10,9 @@ use hfi1_hal::platform::FlowTable;
 use hfi1_hal::sim::{ExpectedOutcome, ExpectedPacket, RcvError, SimContext, SimMemory};
 use qp_wait::SGuard;
 use tid_flow::{FlowPlatform, RcvCtxt};
-use tid_read_proto::rc::{EngineError, TidQp};
-use tid_read_proto::requester::{self, ChipFlow, KdethError, RespVerdict};
+use tid_read_proto::qp::{self, TidQp};
+use tid_read_proto::rc::EngineError;
+use tid_read_proto::requester::{ChipFlow, KdethError, RespVerdict};
 use tid_read_proto::wire::read_resp;
 
 /// The requester's name for an error the software chip reported.
@@ -76,7 +77,7 @@ where
     if !o.delivered {
         return (o, None);
     }
-    let v = requester::rcv_read_resp(
+    let v = qp::receive_read_resp(
         rcd,
         qp,
         g,

@@ -16,7 +16,8 @@ use hfi1_hal::lock_order::{Lock, NewRawSpinLock};
 use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRef, SimScheduler};
 use qp_wait::{DevCounters, Qp, SendState, WaitPlatform};
 use tid_flow::{FlowPlatform, RcvCtxt};
-use tid_read_proto::rc::{Connection, TidQp};
+use tid_read_proto::qp::TidQp;
+use tid_read_proto::rc::Connection;
 
 use crate::world::Node;
 

@@ -1,34 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! TID RDMA READ: wire formats, OPFN, qualification, READ_RESP building and
-//! READ_REQ validation (SPEC §3 and §5 "tid-read-proto").
+//! TID RDMA READ on top of `tid-flow`: the packets, the connection's
+//! parameters, and the requester and responder engines (SPEC §3 and §5
+//! "tid-read-proto").
 //!
-//! Modules:
+//! Three layers, each using only the ones below it:
 //!
-//! - [`wire`]: zero-copy views and `Repr`s of every header a TID RDMA READ
-//!   packet carries (9B LRH, BTH, KDETH, RETH, AETH, the READ_REQ and
-//!   READ_RESP headers, the TID-entry payload), the invariant CRC, whole
-//!   9B frames, and the ERF record (plus pcap headers) that wraps one packet
-//!   in a capture file;
-//! - [`opfn`]: the 64-bit TID parameter word exchanged by OPFN and the
-//!   negotiation steps (request, reply, response, error);
-//! - [`qualify`]: which RDMA READ work requests become TID RDMA READs, and
-//!   their segment and PSN arithmetic, and the send-queue interlock;
-//! - [`read_resp`]: the responder's per-packet READ_RESP builder with a
-//!   rewindable cursor, and the requester's READ_REQ builder;
-//! - [`read_req`]: validation of a received READ_REQ at the responder, with
-//!   typed NAK codes;
-//! - [`rc`]: the minimal RC layer a TID READ needs (send queue, ack queue,
-//!   PSNs, the QP's protocol state [`rc::TidQp`]);
-//! - [`requester`] and [`responder`]: the READ engines, over `tid-flow`
-//!   (hardware flows, segments) and the QP's `s_lock`;
-//! - [`packet`]: whole packets the engines build and parse.
+//! 1. **Packets and parameters**, pure functions and plain values:
+//!    [`wire`] (the bytes of every header, the ICRC, ERF records),
+//!    [`packet`] (framing and parsing whole packets), [`read_req`] and
+//!    [`read_resp`] (what those two packets mean: built from a segment,
+//!    validated, streamed), [`opfn`] and [`qualify`] (what the two sides
+//!    agree on and which READs become TID READs).
+//! 2. **The engines**, over one QP's state: [`requester`] and
+//!    [`responder`], on the shared types of [`rc`] (connection,
+//!    completions, errors, the sink and memory-region traits the caller
+//!    provides). They take the parts they use and know nothing of how a
+//!    QP keeps them.
+//! 3. **The QP**: [`qp`] holds both engines' state ([`qp::TidQp`]) and
+//!    the entry points that take the QP's `s_lock` guard, as the driver
+//!    enters them.
 //!
-//! The engines are tested on the software platform and doubles of the
-//! `tid-harness` crate.
+//! The engines are tested on the software platform, doubles and two-node
+//! world of the `tid-harness` crate.
 //!
-//! The modules above [`rc`] are pure functions or plain values over their
-//! inputs: no lock is taken or needed. The engines run under the QP's
-//! `s_lock` and take `exp_lock` only through `tid-flow`.
+//! # Locking
+//!
+//! Layer 1 takes and needs no lock. The engines run under the QP's
+//! `s_lock` and take `exp_lock` only through `tid-flow`; [`qp`]'s table
+//! says which entry point needs and takes what.
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(
     not(test),
@@ -44,6 +43,7 @@ extern crate alloc;
 
 pub mod opfn;
 pub mod packet;
+pub mod qp;
 pub mod qualify;
 pub mod qualify_write;
 pub mod rc;

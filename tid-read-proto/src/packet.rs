@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! Whole packets of the READ engines: a 9B LRH, the BTH, the TID RDMA
 //! header (or an AETH for an RC ACK/NAK), the payload and the ICRC, built
-//! and parsed with [`crate::wire`].
+//! and parsed with [`crate::wire`]. The READ_REQ and the READ_RESP are
+//! written by their own modules ([`crate::read_req::ReadReq::write_packet`],
+//! [`crate::read_resp::write_packet`]) on the framing here; the RC ACK is
+//! written here ([`build_ack`]).
 //!
 //! Building writes into a caller's buffer and returns the packet length;
 //! parsing checks the LRH length, the ICRC, the next-header field and
@@ -61,15 +64,17 @@ pub struct Path {
 
 /// The BTH fields a builder sets.
 #[derive(Debug, Clone, Copy)]
-struct BthOut {
-    opcode: u8,
-    dest_qp: u32,
-    ack_req: bool,
-    psn: Psn,
+pub(crate) struct BthOut {
+    pub(crate) opcode: u8,
+    pub(crate) dest_qp: u32,
+    pub(crate) ack_req: bool,
+    pub(crate) psn: Psn,
 }
 
-/// Writes LRH, BTH, `body_len` bytes by `fill` and the ICRC into `buf`.
-fn frame(
+/// Writes LRH, BTH, `body_len` bytes by `fill` and the ICRC into `buf`;
+/// the packets' own modules ([`crate::read_req`], [`crate::read_resp`])
+/// and [`build_ack`] say what goes after the BTH.
+pub(crate) fn frame(
     buf: &mut [u8],
     path: Path,
     b: BthOut,
@@ -118,35 +123,9 @@ fn frame(
     Ok(len)
 }
 
-/// Builds a READ_REQ packet from a built request.
-/// Kernel: the frame `hfi1_make_rc_req()` puts around
-/// `hfi1_build_tid_rdma_read_packet()`.
-pub fn build_read_req(
-    buf: &mut [u8],
-    path: Path,
-    req: &crate::read_resp::ReadReq<'_>,
-) -> Result<usize, PacketError> {
-    frame(
-        buf,
-        path,
-        BthOut {
-            opcode: OP_TID_RDMA_READ_REQ,
-            dest_qp: req.bth_dest_qp,
-            ack_req: true,
-            psn: req.bth_psn,
-        },
-        req.len(),
-        |body| {
-            req.emit(body).map_err(|_| PacketError::NoRoom)?;
-            Ok(())
-        },
-    )
-}
-
-/// Builds a READ_RESP packet: BTH destination `dest_qp` (the requester's
-/// `tid_flow_qp`), BTH PSN `psn` (the flow PSN), the header `hdr`, and
-/// `payload_len` bytes written by `payload`.
-/// Kernel: the frame around `hfi1_build_tid_rdma_read_resp()`.
+/// [`crate::read_resp::write_packet`] under its old name, for the callers
+/// in `wire` (a `wire::class` test).
+#[doc(hidden)]
 pub fn build_read_resp(
     buf: &mut [u8],
     path: Path,
@@ -156,30 +135,7 @@ pub fn build_read_resp(
     payload_len: usize,
     payload: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<usize, PacketError> {
-    frame(
-        buf,
-        path,
-        BthOut {
-            opcode: OP_TID_RDMA_READ_RESP,
-            dest_qp,
-            ack_req: false,
-            psn,
-        },
-        read_resp::HEADER_LEN + payload_len,
-        |body| {
-            let mut p = read_resp::Packet::new_unchecked(body);
-            hdr.emit(&mut p)?;
-            let out = p
-                .payload_mut()
-                .get_mut(..payload_len)
-                .ok_or(PacketError::NoRoom)?;
-            if payload(out) {
-                Ok(())
-            } else {
-                Err(PacketError::Source)
-            }
-        },
-    )
+    crate::read_resp::write_packet(buf, path, dest_qp, psn, hdr, payload_len, payload)
 }
 
 /// Builds an RC ACK or NAK (BTH + AETH) to `dest_qp` with PSN `psn`.
@@ -341,7 +297,7 @@ mod tests {
             verbs_psn: Psn::new(5),
             verbs_qp: 0x42,
         };
-        let n = build_read_resp(
+        let n = crate::read_resp::write_packet(
             &mut buf,
             Path::default(),
             0x80_0801,

@@ -13,17 +13,15 @@
 //! tested in user space; the rest of RC is not rebuilt (every work request
 //! here is an RDMA READ, and every RDMA READ here is a TID READ).
 //!
-//! A QP's whole protocol state is [`TidQp`], the extension state of
-//! `qp_wait::Qp` under the QP's `s_lock`: a platform that runs the engines
-//! names it as its `WaitPlatform::Ext`.
+//! These are the types both engines share, below them: the connection,
+//! the doubles' traits (packet sink, memory regions, source data),
+//! completions and errors. A QP's whole protocol state, with both engines,
+//! is [`crate::qp::TidQp`].
 
-use hfi1_hal::Psn;
-use tid_flow::{FlowError, FlowPlatform, QpFlowState};
+use tid_flow::FlowError;
 
 use crate::opfn::TidParams;
 use crate::packet::{PacketError, Path};
-use crate::requester::Requester;
-use crate::responder::Responder;
 
 /// Send-queue slots of a QP. Kernel: `qp->s_size` (here fixed).
 pub const SQ_SIZE: usize = 16;
@@ -58,51 +56,6 @@ pub struct Connection {
     pub max_rd_atomic: u32,
     /// The responder allows remote reads (`IB_ACCESS_REMOTE_READ`).
     pub remote_read: bool,
-}
-
-/// A QP's protocol state under its `s_lock`: the hardware-flow state
-/// `tid-flow` needs, the connection, and both roles.
-/// Kernel: the TID parts of `rvt_qp` and `hfi1_qp_priv`.
-///
-/// # Locking
-///
-/// The QP's `s_lock`.
-pub struct TidQp<P: FlowPlatform> {
-    /// The QP's hardware flow. Kernel: `qpriv->flow_state`.
-    pub flow: QpFlowState,
-    /// The connection.
-    pub conn: Connection,
-    /// The requester side.
-    pub req: Requester<P>,
-    /// The responder side.
-    pub resp: Responder,
-}
-
-impl<P: FlowPlatform> core::fmt::Debug for TidQp<P> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("TidQp")
-            .field("flow", &self.flow)
-            .field("conn", &self.conn)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<P: FlowPlatform> TidQp<P> {
-    /// A connected QP with empty queues; both PSN spaces start at `psn`.
-    pub fn new(conn: Connection, psn: Psn) -> Self {
-        Self {
-            flow: QpFlowState::default(),
-            conn,
-            req: Requester::new(psn),
-            resp: Responder::new(psn),
-        }
-    }
-}
-
-impl<P: FlowPlatform> AsMut<QpFlowState> for TidQp<P> {
-    fn as_mut(&mut self) -> &mut QpFlowState {
-        &mut self.flow
-    }
 }
 
 /// Where the engines put the packets they build: they write into

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! Building TID RDMA READ packets: the responder's READ_RESP stream for one
-//! segment and the requester's READ_REQ for one segment.
+//! The TID RDMA READ_RESP above its wire format
+//! ([`crate::wire::read_resp`] holds the header's bytes): the responder's
+//! stream of them for one segment, and the whole packet
+//! ([`write_packet`]).
 //!
 //! [`RespBuilder`] yields a segment's READ_RESP packets one at a time
 //! (SPEC §5 "Responder"): each carries `min(pmtu, rest of the current TID
@@ -29,10 +31,18 @@
 //! urgency as inputs.
 
 use hfi1_hal::fields::Kdeth0Fields;
-use hfi1_hal::{FlowIndex, FlowPsn, Generation, Kdeth0, Kdeth1, Psn, TidEntry};
+use hfi1_hal::{FlowPsn, Generation, Kdeth0, Kdeth1, Psn, TidEntry};
 
+use hfi1_hal::consts::OP_TID_RDMA_READ_RESP;
+
+use crate::packet::{BthOut, PacketError, Path, frame};
 use crate::qualify::div_round_up_mtu;
-use crate::wire::{self, kdeth, read_req, reth};
+use crate::wire::{self, read_resp};
+
+/// The `tid_flow_qp` layout, where `wire::tid_header` reads it. (It is the
+/// field's layout, so it belongs with the wire formats; until it moves
+/// there it is defined beside the READ_REQ that carries it.)
+pub use crate::read_req::{DESTQP_FLOW_MASK, DESTQP_FLOW_SHIFT};
 
 /// KDETH OFFSET width.
 const OFFSET_MASK: u32 = 0x7FFF;
@@ -40,12 +50,6 @@ const OFFSET_MASK: u32 = 0x7FFF;
 const OM_LARGE: u32 = 64;
 /// Bytes per page (TID entry LEN unit).
 const PAGE: u32 = hfi1_hal::consts::PAGE_SIZE;
-/// Where the destination-QP bits of `tid_flow_qp` keep the flow index.
-/// Kernel: `TID_RDMA_DESTQP_FLOW_SHIFT` / `_MASK`.
-pub const DESTQP_FLOW_SHIFT: u32 = 11;
-/// Mask of the flow index in `tid_flow_qp` (after the shift).
-pub const DESTQP_FLOW_MASK: u32 = 0x1F;
-
 /// Why a packet could not be built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum BuildError {
@@ -318,111 +322,44 @@ impl Iterator for RespBuilder<'_> {
     }
 }
 
-/// What the requester's READ_REQ for one segment is built from.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadReqFlow<'a> {
-    /// The segment's TID entries from the cursor's entry on (what the
-    /// responder has still to fill).
-    pub entries: &'a [TidEntry],
-    /// The flow's generation.
-    pub generation: Generation,
-    /// First flow sequence of the segment.
-    pub spsn: u32,
-    /// Packets of the segment already received (the cursor after a
-    /// restart, 0 otherwise).
-    pub pkt: u8,
-    /// Bytes of the segment already received.
-    pub sent: u32,
-    /// IB PSN of the segment's first packet.
-    pub ib_spsn: Psn,
-    /// The hardware flow the segment uses.
-    pub flow: FlowIndex,
-    /// Local KDETH QPN (prefix << 16 | ctxt), the local OPFN `qp`.
-    pub local_qp: u32,
-    /// Local receive context.
-    pub ctxt: u8,
-    /// The peer's KDETH QPN (its OPFN `qp`): the BTH destination.
-    pub remote_qp: u32,
-    /// The peer's J_KEY (OPFN).
-    pub remote_jkey: u16,
-    /// The peer's verbs QP number.
-    pub remote_verbs_qp: u32,
-    /// The work request's remote address (start of the whole READ).
-    pub remote_addr: u64,
-    /// The work request's remote key.
-    pub rkey: u32,
-    /// Index of this segment in the request.
-    pub cur_seg: u32,
-    /// Segment length of the request (`seg_len`).
-    pub seg_len: u32,
-    /// Bytes this READ_REQ asks for.
-    pub len: u32,
-}
-
-/// A built READ_REQ: BTH fields, the header after the BTH, and the payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadReq<'a> {
-    /// BTH destination QP: the peer's KDETH QPN (24 bits).
-    pub bth_dest_qp: u32,
-    /// BTH PSN: the IB PSN of the segment's next packet; AckReq is set.
-    pub bth_psn: Psn,
-    /// The header after the BTH.
-    pub header: read_req::Repr,
-    /// The payload: TID entries.
-    pub entries: &'a [TidEntry],
-}
-
-impl ReadReq<'_> {
-    /// Bytes after the BTH: header plus payload.
-    pub const fn len(&self) -> usize {
-        read_req::HEADER_LEN + wire::tid_entries::payload_len(self.entries.len())
-    }
-
-    /// Never empty: the header is always there.
-    pub const fn is_empty(&self) -> bool {
-        false
-    }
-
-    /// Writes the header and the TID entries (the bytes after the BTH) and
-    /// returns how many were written.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, BuildError> {
-        let need = self.len();
-        let buf = buf.get_mut(..need).ok_or(wire::Error::Truncated)?;
-        let mut p = read_req::Packet::new_unchecked(buf);
-        self.header.emit(&mut p)?;
-        wire::tid_entries::emit(self.entries, p.payload_mut())?;
-        Ok(need)
-    }
-}
-
-/// Builds the READ_REQ of one segment.
-/// Kernel: `hfi1_build_tid_rdma_read_packet()` (the header part; the
-/// request bookkeeping it also does belongs to the requester).
-pub fn build_read_req<'a>(f: &ReadReqFlow<'a>) -> ReadReq<'a> {
-    let flow_bits = (u32::from(f.flow.get()) & DESTQP_FLOW_MASK) << DESTQP_FLOW_SHIFT;
-    let vaddr = f
-        .remote_addr
-        .wrapping_add(u64::from(f.cur_seg).wrapping_mul(u64::from(f.seg_len)))
-        .wrapping_add(u64::from(f.sent));
-    ReadReq {
-        bth_dest_qp: f.remote_qp & 0x00FF_FFFF,
-        bth_psn: f.ib_spsn.add(u32::from(f.pkt)),
-        header: read_req::Repr {
-            kdeth: kdeth::Repr {
-                kdeth0: Kdeth0::from_raw(Kdeth0::KVER << 30),
-                kdeth1: Kdeth1::with_jkey(f.remote_jkey),
-            },
-            reth: reth::Repr {
-                vaddr,
-                rkey: f.rkey,
-                length: f.len,
-            },
-            flow_psn: FlowPsn::new(f.generation, f.spsn.wrapping_add(u32::from(f.pkt))),
-            tid_flow_qp: f.local_qp | flow_bits | u32::from(f.ctxt),
-            verbs_qp: f.remote_verbs_qp,
-        },
-        entries: f.entries,
-    }
+/// Writes a whole READ_RESP (LRH, BTH, the header `hdr`, `payload_len`
+/// bytes written by `payload`, ICRC) into `buf` and returns its length:
+/// BTH destination `dest_qp` (the requester's `tid_flow_qp`), BTH PSN
+/// `psn` (the flow PSN). Kernel: the frame around
+/// `hfi1_build_tid_rdma_read_resp()`.
+///
+/// # Errors
+///
+/// [`PacketError::NoRoom`] if `buf` is too short, [`PacketError::Source`]
+/// if `payload` fails.
+pub fn write_packet(
+    buf: &mut [u8],
+    path: Path,
+    dest_qp: u32,
+    psn: Psn,
+    hdr: &read_resp::Repr,
+    payload_len: usize,
+    payload: impl FnOnce(&mut [u8]) -> bool,
+) -> Result<usize, PacketError> {
+    let b = BthOut {
+        opcode: OP_TID_RDMA_READ_RESP,
+        dest_qp,
+        ack_req: false,
+        psn,
+    };
+    frame(buf, path, b, read_resp::HEADER_LEN + payload_len, |body| {
+        let mut p = read_resp::Packet::new_unchecked(body);
+        hdr.emit(&mut p)?;
+        let out = p
+            .payload_mut()
+            .get_mut(..payload_len)
+            .ok_or(PacketError::NoRoom)?;
+        if payload(out) {
+            Ok(())
+        } else {
+            Err(PacketError::Source)
+        }
+    })
 }
 
 #[cfg(test)]
@@ -499,39 +436,5 @@ mod tests {
             Cursor::rewound(&e, 8192, 4),
             Err(BuildError::RewindBeyondFlow)
         );
-    }
-
-    #[test]
-    fn read_req_fields() {
-        let e = [TidEntry::new(0, TidCtrl::Pair, 64).unwrap()];
-        let r = build_read_req(&ReadReqFlow {
-            entries: &e,
-            generation: Generation::masked(3),
-            spsn: 5,
-            pkt: 0,
-            sent: 0,
-            ib_spsn: Psn::new(0x20),
-            flow: FlowIndex::new(3).unwrap(),
-            local_qp: 0x80_0003,
-            ctxt: 3,
-            remote_qp: 0x80_0002,
-            remote_jkey: 32,
-            remote_verbs_qp: 0x11,
-            remote_addr: 0x1_0000,
-            rkey: 0x55,
-            cur_seg: 1,
-            seg_len: 256 * 1024,
-            len: 256 * 1024,
-        });
-        assert_eq!(r.bth_dest_qp, 0x80_0002);
-        assert_eq!(r.bth_psn, Psn::new(0x20));
-        assert_eq!(r.header.tid_flow_qp, 0x80_1803);
-        assert_eq!(r.header.flow_psn.raw(), 0x1805);
-        assert_eq!(r.header.reth.vaddr, 0x1_0000 + 256 * 1024);
-        assert_eq!(r.header.kdeth.kdeth0.kver(), 1);
-        let mut buf = [0u8; 64];
-        assert_eq!(r.emit(&mut buf), Ok(40));
-        assert_eq!(&buf[36..40], &[0x40, 0x00, 0x30, 0x00]);
-        assert!(r.emit(&mut buf[..39]).is_err());
     }
 }

@@ -12,33 +12,38 @@
 //! again. Other failures earn the NAK [`crate::read_req::Reject::nak`]
 //! names.
 //!
-//! A re-armed entry is marked in a small set the send engine serves first;
-//! the send pointer never moves back. (Moving it back, as the driver does
-//! with `s_tail_ack_queue`, pinned every later entry, sent or not, in the
-//! ring: new requests then met a "full" queue with far fewer than 16 reads
-//! outstanding, earned a Remote Operational Error NAK and killed the QP.
-//! The state-machine fuzzer found it; its inputs under
-//! `fuzz/regressions/read_pair/` replay it.) As in the driver, the queue is
-//! full only when the entry at the send pointer still has something to
-//! send; a re-armed entry in the slot a new request needs moves to a free
-//! slot first.
+//! As in the driver, the queue is full only when the entry at the send
+//! pointer still has something to send; a re-armed entry in the slot a
+//! new request needs moves to a free slot first.
 //!
-//! Deviation, on purpose: the entry spans as many IB PSNs as READ_RESP
-//! packets are really sent (one per `min(pmtu, rest of TID entry)`), the
-//! same count the requester gave the segment, not `ceil(length / pmtu)`:
-//! with an 8 KiB MTU over 4 KiB TID entries the two differ and the
-//! driver's `r_psn` would fall behind the requester's next PSN.
+//! Deviations from the driver, on purpose:
+//!
+//! - A re-armed entry is marked in a small set the send engine serves
+//!   first; the send pointer never moves back. Moving it back, as the
+//!   driver does with `s_tail_ack_queue`, pins every later entry, sent or
+//!   not, in the ring: new requests then meet a "full" queue with far
+//!   fewer than 16 reads outstanding, earn a Remote Operational Error NAK
+//!   and kill the QP (the inputs under `fuzz/regressions/read_pair/` show
+//!   it).
+//! - The entry spans as many IB PSNs as READ_RESP packets are really sent
+//!   (one per `min(pmtu, rest of TID entry)`), the same count the
+//!   requester gave the segment, not `ceil(length / pmtu)`: with an 8 KiB
+//!   MTU over 4 KiB TID entries the two differ and the driver's `r_psn`
+//!   would fall behind the requester's next PSN.
+//!
+//! # Locking
+//!
+//! `&mut Responder` is part of the QP's state under its `s_lock`
+//! ([`crate::qp::TidQp`]); no method takes another lock.
 
 use hfi1_hal::Psn;
-use qp_wait::{SGuard, SendState};
-use tid_flow::FlowPlatform;
 
-use crate::packet::{self, ACK_SYNDROME};
-use crate::rc::{ACK_QUEUE_SIZE, EngineError, MrTable, PacketSink, SourceData, TidQp};
+use crate::packet::ACK_SYNDROME;
+use crate::rc::{ACK_QUEUE_SIZE, Connection, EngineError, MrTable, PacketSink, SourceData};
 use crate::read_req::{self, Accepted, Reject};
-use crate::read_resp::{Cursor, RespBuilder};
+use crate::read_resp::{self, Cursor, RespBuilder};
 use crate::wire::aeth::{self, NakCode};
-use crate::wire::{kdeth, read_resp};
+use crate::wire::{self, kdeth};
 
 // The re-armed set is a `u32` bitmask over the ack queue.
 const _: () = assert!(ACK_QUEUE_SIZE <= 32);
@@ -88,13 +93,13 @@ impl core::ops::AddAssign for RespStats {
 ///
 /// # Locking
 ///
-/// Part of [`TidQp`], under the QP's `s_lock`.
+/// Part of [`crate::qp::TidQp`], under the QP's `s_lock`.
 #[derive(Debug)]
 pub struct Responder {
     /// The next IB PSN expected. Kernel: `qp->r_psn`.
-    pub r_psn: Psn,
+    expected_psn: Psn,
     /// Message sequence number (24 bits). Kernel: `qp->r_msn`.
-    pub r_msn: u32,
+    msn: u32,
     /// A NAK was sent for the current out-of-sequence episode.
     /// Kernel: `qp->r_nak_state`.
     nak_state: Option<NakCode>,
@@ -116,8 +121,8 @@ impl Responder {
     /// An idle responder expecting `psn` first.
     pub fn new(psn: Psn) -> Self {
         Self {
-            r_psn: psn,
-            r_msn: 0,
+            expected_psn: psn,
+            msn: 0,
             nak_state: None,
             nak_pending: None,
             ack: Default::default(),
@@ -126,6 +131,16 @@ impl Responder {
             rearmed: 0,
             stats: RespStats::default(),
         }
+    }
+
+    /// The next IB PSN expected. Kernel: `qp->r_psn`.
+    pub fn expected_psn(&self) -> Psn {
+        self.expected_psn
+    }
+
+    /// The message sequence number (24 bits). Kernel: `qp->r_msn`.
+    pub fn msn(&self) -> u32 {
+        self.msn
     }
 
     /// True if something waits to be sent.
@@ -205,14 +220,14 @@ impl Responder {
     }
 
     fn queue_nak(&mut self, code: NakCode) {
-        self.nak_pending = Some((code, self.r_psn));
+        self.nak_pending = Some((code, self.expected_psn));
         self.stats.naks += 1;
     }
 }
 
 /// Response packets of an accepted request: one per
 /// `min(pmtu, rest of TID entry)` until the length is sent.
-fn resp_packets(acc: &Accepted, pmtu: u32) -> u32 {
+fn response_packets(acc: &Accepted, pmtu: u32) -> u32 {
     let mut b = RespBuilder::new(&acc.resp_flow(0, false, pmtu));
     let mut n = 0u32;
     while let Ok(p) = b.next_packet() {
@@ -235,94 +250,11 @@ pub enum ReqVerdict {
     Refused(Option<NakCode>),
 }
 
-/// Receives a READ_REQ. Returns the verdict; the send engine must run if
-/// [`Responder::has_work`] is true afterwards.
-/// Kernel: `hfi1_rc_rcv_tid_rdma_read_req()` and `tid_rdma_rcv_error()`.
-///
-/// # Locking
-///
-/// The QP's `s_lock` held (`g`). (The driver checks the PSN before taking
-/// `s_lock`; here all of it runs under it.)
-pub fn rcv_read_req<P>(
-    g: &mut SGuard<'_, P>,
-    psn: Psn,
-    hdr: &crate::wire::read_req::Repr,
-    payload: &[u8],
-    mrs: &impl MrTable,
-) -> ReqVerdict
-where
-    P: FlowPlatform<Ext = TidQp<P>>,
-{
-    let SendState { ext, .. } = &mut **g;
-    let TidQp { conn, resp, .. } = ext;
-    let next = Responder::next(resp.head);
-    let room = resp.make_room();
-    let view = read_req::Responder {
-        remote_read: conn.remote_read,
-        max_len: conn.local.max_len,
-        pmtu: conn.pmtu,
-        expected_psn: resp.r_psn,
-        ack_queue_full: !room,
-    };
-    let request = read_req::Request {
-        psn,
-        header: *hdr,
-        payload,
-    };
-    match validate_taking_mr(&view, &request, mrs) {
-        Ok((acc, mr)) => {
-            let n = resp_packets(&acc, conn.pmtu);
-            let Some(e) = resp.ack.get_mut(resp.head) else {
-                return ReqVerdict::Refused(None);
-            };
-            if let Some(old) = e.mr.take() {
-                mrs.put(old);
-            }
-            *e = AckEntry {
-                acc: Some(acc),
-                psn,
-                lpsn: psn.add(n - 1),
-                cursor: Cursor::default(),
-                sent: false,
-                mr,
-            };
-            resp.r_psn = resp.r_psn.add(n);
-            resp.r_msn = resp.r_msn.wrapping_add(1) & 0x00FF_FFFF;
-            resp.head = next;
-            resp.nak_state = None;
-            resp.stats.accepted += 1;
-            ReqVerdict::Accepted
-        }
-        Err(rej) => match rej {
-            Reject::OutOfSequence { delta } if delta < 0 => {
-                duplicate(resp, psn, hdr, payload, conn.pmtu, mrs)
-            }
-            Reject::OutOfSequence { .. } => {
-                if resp.nak_state.is_none() {
-                    resp.nak_state = Some(NakCode::PsnError);
-                    resp.queue_nak(NakCode::PsnError);
-                    ReqVerdict::Refused(Some(NakCode::PsnError))
-                } else {
-                    ReqVerdict::Refused(None)
-                }
-            }
-            other => {
-                let code = other.nak();
-                if let Some(c) = code {
-                    resp.nak_state = Some(c);
-                    resp.queue_nak(c);
-                }
-                ReqVerdict::Refused(code)
-            }
-        },
-    }
-}
-
 /// Validates `request`; on success returns it with the memory-region
 /// reference the rkey check took (on failure a reference taken is
 /// dropped again). Kernel: `rvt_rkey_ok()` inside the READ_REQ checks.
 fn validate_taking_mr(
-    view: &read_req::Responder,
+    view: &read_req::QpView,
     request: &read_req::Request<'_>,
     mrs: &impl MrTable,
 ) -> Result<(Accepted, Option<u32>), Reject> {
@@ -343,164 +275,289 @@ fn validate_taking_mr(
     }
 }
 
-/// A READ_REQ behind `r_psn`: find the entry it restarts (same first PSN
-/// and length), re-validate it, and send it and every later entry again.
-/// Kernel: `tid_rdma_rcv_error()` (READ branch).
-fn duplicate(
-    resp: &mut Responder,
-    psn: Psn,
-    hdr: &crate::wire::read_req::Repr,
-    payload: &[u8],
-    pmtu: u32,
-    mrs: &impl MrTable,
-) -> ReqVerdict {
-    let mut i = resp.head;
-    let mut found = None;
-    for _ in 0..ACK_QUEUE_SIZE {
-        i = (i + ACK_QUEUE_SIZE - 1) % ACK_QUEUE_SIZE;
-        if i == resp.head {
-            break;
-        }
-        match resp.ack.get(i) {
-            Some(e) if e.acc.is_some() && e.psn == psn => {
-                found = Some(i);
-                break;
-            }
-            _ => {}
-        }
-    }
-    let Some(i) = found else {
-        resp.stats.duplicates_ignored += 1;
-        return ReqVerdict::Refused(None);
-    };
-    let Some(e) = resp.ack.get_mut(i) else {
-        return ReqVerdict::Refused(None);
-    };
-    let Some(cur) = e.acc.as_ref() else {
-        return ReqVerdict::Refused(None);
-    };
-    if cur.length != hdr.reth.length {
-        resp.stats.duplicates_ignored += 1;
-        return ReqVerdict::Refused(None);
-    }
-    // An exact copy of the request the entry serves is served again: a
-    // requester restarts a segment with the same flow PSNs (the driver
-    // does), and the responder cannot tell that from a copy the fabric
-    // made. The requester keeps a completed segment's TIDs while its
-    // flow stays in that generation, so a repeated stream lands on its
-    // own buffers.
-    // Re-validate against the entry's own PSN (the queue slot is reused).
-    let view = read_req::Responder {
-        remote_read: true,
-        max_len: u32::MAX,
-        pmtu,
-        expected_psn: psn,
-        ack_queue_full: false,
-    };
-    let request = read_req::Request {
-        psn,
-        header: *hdr,
-        payload,
-    };
-    let Ok((acc, mr)) = validate_taking_mr(&view, &request, mrs) else {
-        resp.stats.duplicates_ignored += 1;
-        return ReqVerdict::Refused(None);
-    };
-    if let Some(old) = e.mr.take() {
-        mrs.put(old);
-    }
-    let n = resp_packets(&acc, pmtu);
-    e.acc = Some(acc);
-    e.lpsn = psn.add(n - 1);
-    e.cursor = Cursor::default();
-    e.sent = false;
-    e.mr = mr;
-    // Only this entry goes out again: the send engine skips the entries
-    // after it that were already sent. (The driver re-sends all of them;
-    // our requester asks for each segment it needs again with its own
-    // READ_REQ, and re-sending segments the requester has completed would
-    // put packets of a live generation on the wire for TIDs it may have
-    // handed to another QP.)
-    // Re-armed entries are served first; the send pointer stays where it
-    // is, so the ring keeps its real occupancy.
-    resp.rearmed |= 1 << i;
-    resp.nak_state = None;
-    resp.stats.duplicates += 1;
-    ReqVerdict::Restarted
+/// Where the send engine takes its next packet from.
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    /// A re-armed entry (served first).
+    Rearmed(usize),
+    /// The send pointer's entry.
+    Pointer(usize),
 }
 
-/// The responder's send engine: a pending NAK first, then up to `budget`
-/// READ_RESP packets from the ack queue. Returns true if more are waiting.
-/// Kernel: `hfi1_make_rc_ack()` → `hfi1_build_tid_rdma_read_resp()`.
-///
-/// # Locking
-///
-/// The QP's `s_lock` held (`g`).
-///
-/// # Errors
-///
-/// A packet that could not be built (the source memory is missing); the
-/// entry is left where it was.
-pub fn make_resp<P>(
-    g: &mut SGuard<'_, P>,
-    src: &impl SourceData,
-    mrs: &impl MrTable,
-    sink: &mut impl PacketSink,
-    budget: u32,
-) -> Result<bool, EngineError>
-where
-    P: FlowPlatform<Ext = TidQp<P>>,
-{
-    let SendState { ext, .. } = &mut **g;
-    let TidQp { conn, resp, .. } = ext;
-    if let Some((code, psn)) = resp.nak_pending.take() {
-        let a = aeth::Repr {
-            syndrome: code.syndrome(),
-            msn: resp.r_msn,
-        };
-        let n = packet::build_ack(sink.buffer(), conn.path, conn.remote_verbs_qpn, psn, a)?;
-        sink.send(n);
-    }
-    let mut left = budget;
-    while left > 0 && (resp.rearmed != 0 || resp.tail != resp.head) {
-        let msn = resp.r_msn;
-        // A re-armed entry first; else the send pointer's, which moves on
-        // once its entry is done.
-        let (tail, from_pointer) = match resp.oldest_rearmed() {
-            Some(i) => (i, false),
-            None => (resp.tail, true),
-        };
-        let done = |resp: &mut Responder| {
-            if from_pointer {
-                resp.tail = Responder::next(tail);
-            } else {
-                resp.rearmed &= !(1 << tail);
-            }
-        };
-        let Some(e) = resp.ack.get_mut(tail) else {
-            break;
-        };
-        let Some(acc) = e.acc.as_ref() else {
-            done(resp);
-            continue;
-        };
-        if e.sent {
-            done(resp);
-            continue;
+impl Source {
+    fn index(self) -> usize {
+        match self {
+            Self::Rearmed(i) | Self::Pointer(i) => i,
         }
+    }
+}
+
+/// What one turn of the send engine did with an entry.
+enum Turn {
+    /// Sent a packet; `last` if it was the entry's last.
+    Sent { last: bool },
+    /// The entry has nothing (more) to send.
+    Empty,
+}
+
+impl Responder {
+    /// Receives a READ_REQ. Returns the verdict; the send engine must run
+    /// if [`Responder::has_work`] is true afterwards.
+    /// Kernel: `hfi1_rc_rcv_tid_rdma_read_req()` and `tid_rdma_rcv_error()`.
+    ///
+    /// # Locking
+    ///
+    /// The QP's `s_lock` held (`&mut self`). (The driver checks the PSN
+    /// before taking `s_lock`; here all of it runs under it.)
+    pub fn receive_read_req(
+        &mut self,
+        conn: &Connection,
+        psn: Psn,
+        hdr: &wire::read_req::Repr,
+        payload: &[u8],
+        mrs: &impl MrTable,
+    ) -> ReqVerdict {
+        let room = self.make_room();
+        let view = read_req::QpView {
+            remote_read: conn.remote_read,
+            max_len: conn.local.max_len,
+            pmtu: conn.pmtu,
+            expected_psn: self.expected_psn,
+            ack_queue_full: !room,
+        };
+        let request = read_req::Request {
+            psn,
+            header: *hdr,
+            payload,
+        };
+        match validate_taking_mr(&view, &request, mrs) {
+            Ok((acc, mr)) => self.accept(psn, acc, mr, conn.pmtu, mrs),
+            Err(Reject::OutOfSequence { delta }) if delta < 0 => {
+                self.restart_duplicate(psn, hdr, payload, conn.pmtu, mrs)
+            }
+            Err(Reject::OutOfSequence { .. }) => {
+                if self.nak_state.is_some() {
+                    return ReqVerdict::Refused(None);
+                }
+                self.nak_state = Some(NakCode::PsnError);
+                self.queue_nak(NakCode::PsnError);
+                ReqVerdict::Refused(Some(NakCode::PsnError))
+            }
+            Err(other) => {
+                let code = other.nak();
+                if let Some(c) = code {
+                    self.nak_state = Some(c);
+                    self.queue_nak(c);
+                }
+                ReqVerdict::Refused(code)
+            }
+        }
+    }
+
+    /// Puts an accepted request into the ack-queue slot at `head` (which
+    /// [`Responder::make_room`] freed); `r_psn` and `r_msn` advance.
+    fn accept(
+        &mut self,
+        psn: Psn,
+        acc: Accepted,
+        mr: Option<u32>,
+        pmtu: u32,
+        mrs: &impl MrTable,
+    ) -> ReqVerdict {
+        let n = response_packets(&acc, pmtu);
+        let Some(e) = self.ack.get_mut(self.head) else {
+            return ReqVerdict::Refused(None);
+        };
+        if let Some(old) = e.mr.take() {
+            mrs.put(old);
+        }
+        *e = AckEntry {
+            acc: Some(acc),
+            psn,
+            lpsn: psn.add(n - 1),
+            cursor: Cursor::default(),
+            sent: false,
+            mr,
+        };
+        self.expected_psn = self.expected_psn.add(n);
+        self.msn = self.msn.wrapping_add(1) & 0x00FF_FFFF;
+        self.head = Self::next(self.head);
+        self.nak_state = None;
+        self.stats.accepted += 1;
+        ReqVerdict::Accepted
+    }
+
+    /// A READ_REQ behind `r_psn`: find the entry it restarts (same first
+    /// PSN and length), re-validate it, and send that entry again.
+    /// Kernel: `tid_rdma_rcv_error()` (READ branch).
+    fn restart_duplicate(
+        &mut self,
+        psn: Psn,
+        hdr: &wire::read_req::Repr,
+        payload: &[u8],
+        pmtu: u32,
+        mrs: &impl MrTable,
+    ) -> ReqVerdict {
+        let head = self.head;
+        let found = (1..ACK_QUEUE_SIZE)
+            .map(|k| (head + ACK_QUEUE_SIZE - k) % ACK_QUEUE_SIZE)
+            .find(|&i| {
+                self.ack
+                    .get(i)
+                    .is_some_and(|e| e.acc.is_some() && e.psn == psn)
+            });
+        let Some((i, e)) = found.and_then(|i| self.ack.get_mut(i).map(|e| (i, e))) else {
+            self.stats.duplicates_ignored += 1;
+            return ReqVerdict::Refused(None);
+        };
+        if e.acc.as_ref().is_none_or(|a| a.length != hdr.reth.length) {
+            self.stats.duplicates_ignored += 1;
+            return ReqVerdict::Refused(None);
+        }
+        // An exact copy of the request the entry serves is served again: a
+        // requester restarts a segment with the same flow PSNs (the driver
+        // does), and the responder cannot tell that from a copy the fabric
+        // made. The requester keeps a completed segment's TIDs while its
+        // flow stays in that generation, so a repeated stream lands on its
+        // own buffers. Re-validate against the entry's own PSN (the queue
+        // slot is reused).
+        let view = read_req::QpView {
+            remote_read: true,
+            max_len: u32::MAX,
+            pmtu,
+            expected_psn: psn,
+            ack_queue_full: false,
+        };
+        let request = read_req::Request {
+            psn,
+            header: *hdr,
+            payload,
+        };
+        let Ok((acc, mr)) = validate_taking_mr(&view, &request, mrs) else {
+            self.stats.duplicates_ignored += 1;
+            return ReqVerdict::Refused(None);
+        };
+        if let Some(old) = e.mr.take() {
+            mrs.put(old);
+        }
+        let n = response_packets(&acc, pmtu);
+        e.acc = Some(acc);
+        e.lpsn = psn.add(n - 1);
+        e.cursor = Cursor::default();
+        e.sent = false;
+        e.mr = mr;
+        // Only this entry goes out again: the send engine skips the entries
+        // after it that were already sent. (The driver re-sends all of
+        // them; this requester asks for each segment it needs again with
+        // its own READ_REQ, and re-sending segments the requester has
+        // completed would put packets of a live generation on the wire for
+        // TIDs it may have handed to another QP.) Re-armed entries are
+        // served first; the send pointer stays where it is, so the ring
+        // keeps its real occupancy.
+        self.rearmed |= 1 << i;
+        self.nak_state = None;
+        self.stats.duplicates += 1;
+        ReqVerdict::Restarted
+    }
+
+    /// The responder's send engine: a pending NAK first, then up to
+    /// `budget` READ_RESP packets from the ack queue. Returns true if more
+    /// are waiting. Kernel: `hfi1_make_rc_ack()` →
+    /// `hfi1_build_tid_rdma_read_resp()`.
+    ///
+    /// # Locking
+    ///
+    /// The QP's `s_lock` held (`&mut self`).
+    ///
+    /// # Errors
+    ///
+    /// A packet that could not be built (the source memory is missing);
+    /// the entry is left where it was.
+    pub fn send_responses(
+        &mut self,
+        conn: &Connection,
+        src: &impl SourceData,
+        mrs: &impl MrTable,
+        sink: &mut impl PacketSink,
+        budget: u32,
+    ) -> Result<bool, EngineError> {
+        if let Some((code, psn)) = self.nak_pending.take() {
+            let a = aeth::Repr {
+                syndrome: code.syndrome(),
+                msn: self.msn,
+            };
+            let n =
+                crate::packet::build_ack(sink.buffer(), conn.path, conn.remote_verbs_qpn, psn, a)?;
+            sink.send(n);
+        }
+        let mut left = budget;
+        while left > 0 {
+            let Some(from) = self.next_source() else {
+                break;
+            };
+            let Some(turn) = self.send_from(from.index(), conn, src, mrs, sink)? else {
+                break;
+            };
+            match turn {
+                Turn::Sent { last } => {
+                    left -= 1;
+                    if last {
+                        self.finish(from);
+                    }
+                }
+                Turn::Empty => self.finish(from),
+            }
+        }
+        Ok(self.has_work())
+    }
+
+    /// The entry to send from next: a re-armed one first, else the send
+    /// pointer's; `None` when nothing waits.
+    fn next_source(&self) -> Option<Source> {
+        if self.rearmed == 0 && self.tail == self.head {
+            return None;
+        }
+        Some(match self.oldest_rearmed() {
+            Some(i) => Source::Rearmed(i),
+            None => Source::Pointer(self.tail),
+        })
+    }
+
+    /// The entry `from` has nothing more to send: the send pointer moves
+    /// on past it, or it leaves the re-armed set.
+    fn finish(&mut self, from: Source) {
+        match from {
+            Source::Pointer(t) => self.tail = Self::next(t),
+            Source::Rearmed(i) => self.rearmed &= !(1 << i),
+        }
+    }
+
+    /// Sends the next READ_RESP of ack-queue entry `i`. `None` if there is
+    /// no such entry.
+    fn send_from(
+        &mut self,
+        i: usize,
+        conn: &Connection,
+        src: &impl SourceData,
+        mrs: &impl MrTable,
+        sink: &mut impl PacketSink,
+    ) -> Result<Option<Turn>, EngineError> {
+        let msn = self.msn;
+        let Some(e) = self.ack.get_mut(i) else {
+            return Ok(None);
+        };
+        let Some(acc) = e.acc.as_ref().filter(|_| !e.sent) else {
+            return Ok(Some(Turn::Empty));
+        };
         let flow = acc.resp_flow(conn.remote.jkey, conn.remote.urg != 0, conn.pmtu);
         let mut b = RespBuilder::new(&flow);
         b.set_cursor(e.cursor);
-        let p = match b.next_packet() {
-            Ok(p) => p,
-            Err(_) => {
-                // Nothing more to build for this entry.
-                e.sent = true;
-                done(resp);
-                continue;
-            }
+        let Ok(p) = b.next_packet() else {
+            // Nothing more to build for this entry.
+            e.sent = true;
+            return Ok(Some(Turn::Empty));
         };
-        let hdr = read_resp::Repr {
+        let hdr = wire::read_resp::Repr {
             kdeth: kdeth::Repr {
                 kdeth0: p.kdeth0,
                 kdeth1: p.kdeth1,
@@ -513,7 +570,7 @@ where
             verbs_qp: conn.remote_verbs_qpn,
         };
         let vaddr = acc.vaddr.wrapping_add(u64::from(p.data_offset));
-        let n = packet::build_read_resp(
+        let n = read_resp::write_packet(
             sink.buffer(),
             conn.path,
             acc.tid_qpn,
@@ -524,16 +581,14 @@ where
         )?;
         sink.send(n);
         e.cursor = b.cursor();
-        resp.stats.packets += 1;
-        left -= 1;
+        self.stats.packets += 1;
         if p.last {
             e.sent = true;
             if let Some(mr) = e.mr.take() {
                 mrs.put(mr);
             }
-            resp.stats.segments += 1;
-            done(resp);
+            self.stats.segments += 1;
         }
+        Ok(Some(Turn::Sent { last: p.last }))
     }
-    Ok(resp.has_work())
 }

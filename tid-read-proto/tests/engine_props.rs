@@ -12,8 +12,8 @@ use tid_harness::doubles::{Outbox, Region, Regions};
 use tid_harness::platform::{SoftPlatform, new_qp};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::{self, Parsed, Path};
+use tid_read_proto::qp;
 use tid_read_proto::rc::Connection;
-use tid_read_proto::responder;
 use tid_read_proto::wire::{aeth, kdeth, read_req, reth};
 
 /// The R_Key of the one region, which spans every address.
@@ -80,9 +80,9 @@ proptest! {
         let mut g = qp.s_lock.lock(&mut root);
         let mut sink = Outbox::new();
         for _ in 0..repeat {
-            let _ = responder::rcv_read_req::<SoftPlatform>(&mut g, Psn::new(psn), &hdr, &payload, &mrs);
+            let _ = qp::receive_read_req::<SoftPlatform>(&mut g, Psn::new(psn), &hdr, &payload, &mrs);
             let mut rounds = 0;
-            while let Ok(true) = responder::make_resp::<SoftPlatform>(&mut g, &mrs, &mrs, &mut sink, 16) {
+            while let Ok(true) = qp::send_responses::<SoftPlatform>(&mut g, &mrs, &mrs, &mut sink, 16) {
                 rounds += 1;
                 prop_assert!(rounds < 10_000);
             }
@@ -90,7 +90,7 @@ proptest! {
         for p in sink.drain() {
             prop_assert!(packet::parse(&p).is_ok(), "the responder sent a malformed packet");
         }
-        g.ext.resp.release_all(&mrs);
+        g.ext.responder.release_all(&mrs);
         prop_assert_eq!((mrs.refs(), mrs.misuses()), (0, 0));
     }
 }

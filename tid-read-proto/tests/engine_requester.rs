@@ -17,6 +17,7 @@ use tid_harness::doubles::{self, Outbox, PageAllocator};
 use tid_harness::platform::{SoftPlatform, SoftQp, new_ctxt, new_qp};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::{self, Parsed, Path};
+use tid_read_proto::qp;
 use tid_read_proto::rc::{Connection, EngineError, WcStatus};
 use tid_read_proto::read_resp::{RespBuilder, RespFlow, RespPacket};
 use tid_read_proto::requester::{self, ReadWr, RespVerdict};
@@ -60,7 +61,7 @@ impl World {
     fn post(&self, wr_id: u64, sges: &[Sge]) -> Result<(), EngineError> {
         let mut root = LockToken::root();
         let mut g = self.qp.s_lock.lock(&mut root);
-        requester::post_read(
+        qp::post_read(
             &self.rcd,
             &self.qp,
             &mut g,
@@ -78,7 +79,7 @@ impl World {
         let mut root = LockToken::root();
         let mut s = Outbox::new();
         while let Some(qp) = self.rcd.sched.pop_send() {
-            requester::send_engine(&self.rcd, &qp, &mut root, &mut s).unwrap();
+            qp::send_engine(&self.rcd, &qp, &mut root, &mut s).unwrap();
         }
         s.drain().collect()
     }
@@ -184,7 +185,7 @@ fn a_segment_round_trip_with_header_suppression() {
         assert!(b.iter().all(|&x| x == i as u8 + 1), "page {i}");
     }
     let mut root = LockToken::root();
-    let c = w.qp.s_lock.lock(&mut root).ext.req.poll().unwrap();
+    let c = w.qp.s_lock.lock(&mut root).ext.requester.poll().unwrap();
     assert_eq!(
         (c.wr_id, c.length, c.status),
         (1, 8 * 4096, WcStatus::Success)
@@ -197,13 +198,13 @@ fn a_segment_round_trip_with_header_suppression() {
 impl World {
     fn stats(&self) -> requester::ReqStats {
         let mut root = LockToken::root();
-        self.qp.s_lock.lock(&mut root).ext.req.stats
+        self.qp.s_lock.lock(&mut root).ext.requester.stats
     }
 
     fn poll(&self) -> Option<(u64, WcStatus)> {
         let mut root = LockToken::root();
         let mut g = self.qp.s_lock.lock(&mut root);
-        g.ext.req.poll().map(|c| (c.wr_id, c.status))
+        g.ext.requester.poll().map(|c| (c.wr_id, c.status))
     }
 
     fn page(&self, sge: &Sge) -> [u8; 4096] {
@@ -462,7 +463,7 @@ fn a_qp_destroyed_while_queued_leaves_the_queue_and_its_reference() {
         let mut root = LockToken::root();
         let mut g = w.qp.s_lock.lock(&mut root);
         assert!(g.waiting());
-        assert_eq!(g.ext.req.stats.tid_waits, 1);
+        assert_eq!(g.ext.requester.stats.tid_waits, 1);
         let (_, tok) = g.parts();
         let e = w.rcd.exp_lock.lock(tok);
         assert_eq!(e.waiters.len(QueueKind::RcvArray), 1);
@@ -470,10 +471,10 @@ fn a_qp_destroyed_while_queued_leaves_the_queue_and_its_reference() {
     assert_eq!(w.qp.live_refs(), base + 1, "the queue holds a reference");
     let mut root = LockToken::root();
     let mut g = w.qp.s_lock.lock(&mut root);
-    requester::flush(&w.rcd, &w.qp, &mut g);
+    qp::flush(&w.rcd, &w.qp, &mut g);
     assert!(!g.waiting());
     assert_eq!(
-        g.ext.req.poll().map(|c| (c.wr_id, c.status)),
+        g.ext.requester.poll().map(|c| (c.wr_id, c.status)),
         Some((5, WcStatus::Flushed))
     );
     {
@@ -502,18 +503,18 @@ fn a_psn_nak_restarts_and_a_fatal_nak_flushes() {
             syndrome: aeth::NakCode::PsnError.syndrome(),
             msn: 0,
         };
-        requester::rcv_ack(&w.rcd, &w.qp, &mut g, &nak);
+        let _ = qp::receive_ack(&w.rcd, &w.qp, &mut g, &nak);
     }
     assert_eq!(w.send().len(), 1, "READ_REQ sent again");
     let mut g = w.qp.s_lock.lock(&mut root);
-    assert_eq!(g.ext.req.stats.restarts, 1);
+    assert_eq!(g.ext.requester.stats.restarts, 1);
     let fatal = aeth::Repr {
         syndrome: aeth::NakCode::RemoteAccessError.syndrome(),
         msn: 0,
     };
-    requester::rcv_ack(&w.rcd, &w.qp, &mut g, &fatal);
+    let _ = qp::receive_ack(&w.rcd, &w.qp, &mut g, &fatal);
     assert_eq!(
-        g.ext.req.poll().map(|c| c.status),
+        g.ext.requester.poll().map(|c| c.status),
         Some(WcStatus::RemoteError)
     );
     drop(g);
@@ -566,9 +567,9 @@ fn a_resp_whose_verbs_psn_names_no_segment_is_dropped() {
     assert_eq!(w.receive(&resps[2], 1), (None, None));
     let mut root = LockToken::root();
     let g = w.qp.s_lock.lock(&mut root);
-    assert_eq!(g.ext.req.stats.psn_dropped, 1);
+    assert_eq!(g.ext.requester.stats.psn_dropped, 1);
     assert_eq!(
-        g.ext.req.stats.segments_done, 0,
+        g.ext.requester.stats.segments_done, 0,
         "no completion from a bad PSN"
     );
 }

@@ -9,9 +9,10 @@ use tid_harness::doubles::{Outbox, Region, Regions, pattern};
 use tid_harness::platform::{SoftPlatform, SoftQp, new_qp};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::{self, Parsed, Path};
+use tid_read_proto::qp;
 use tid_read_proto::rc::Connection;
-use tid_read_proto::read_resp::{ReadReqFlow, build_read_req};
-use tid_read_proto::responder::{self, ReqVerdict};
+use tid_read_proto::read_req::{ReadReq, ReadReqFlow};
+use tid_read_proto::responder::ReqVerdict;
 use tid_read_proto::wire::aeth::NakCode;
 use tid_read_proto::wire::read_req;
 
@@ -87,7 +88,7 @@ fn req(psn: u32, g: u32, pages: u32, len: u32, rkey: u32, vaddr: u64) -> Req {
         seg_len: len,
         len,
     };
-    let r = build_read_req(&f);
+    let r = ReadReq::build(&f);
     let mut payload = vec![0u8; entries.len() * 4];
     tid_read_proto::wire::tid_entries::emit(&entries, &mut payload).unwrap();
     Req {
@@ -100,14 +101,14 @@ fn req(psn: u32, g: u32, pages: u32, len: u32, rkey: u32, vaddr: u64) -> Req {
 fn deliver(qp: &SoftQp, r: &Req, mrs: &Regions) -> ReqVerdict {
     let mut root = LockToken::root();
     let mut g = qp.s_lock.lock(&mut root);
-    responder::rcv_read_req::<SoftPlatform>(&mut g, r.psn, &r.hdr, &r.payload, mrs)
+    qp::receive_read_req::<SoftPlatform>(&mut g, r.psn, &r.hdr, &r.payload, mrs)
 }
 
 fn send_all(qp: &SoftQp, mrs: &Regions) -> Vec<Vec<u8>> {
     let mut root = LockToken::root();
     let mut g = qp.s_lock.lock(&mut root);
     let mut sink = Outbox::new();
-    while responder::make_resp::<SoftPlatform>(&mut g, mrs, mrs, &mut sink, 4).unwrap() {}
+    while qp::send_responses::<SoftPlatform>(&mut g, mrs, mrs, &mut sink, 4).unwrap() {}
     sink.drain().collect()
 }
 
@@ -140,7 +141,10 @@ fn accepted_request_streams_one_resp_per_page_and_releases_its_mr() {
     }
     assert_eq!(mrs.refs(), 0, "released when the entry is sent");
     let mut root = LockToken::root();
-    assert_eq!(qp.s_lock.lock(&mut root).ext.resp.r_psn, Psn::new(108));
+    assert_eq!(
+        qp.s_lock.lock(&mut root).ext.responder.expected_psn(),
+        Psn::new(108)
+    );
 }
 
 #[test]
@@ -271,7 +275,10 @@ fn duplicate_restarts_only_from_the_start_with_the_same_length() {
     assert_eq!((bth.psn.get() >> 11, hdr.verbs_psn), (2, Psn::new(100)));
     assert_eq!(mrs.refs(), 0);
     let mut root = LockToken::root();
-    assert_eq!(qp.s_lock.lock(&mut root).ext.resp.r_psn, Psn::new(108));
+    assert_eq!(
+        qp.s_lock.lock(&mut root).ext.responder.expected_psn(),
+        Psn::new(108)
+    );
 }
 
 /// SPEC §7: memory-region references are released when ack-queue
@@ -294,7 +301,7 @@ fn mr_references_are_released_on_reuse_and_destroy() {
         );
         assert_eq!(send_all(&qp, &mrs).len(), 2);
         let mut root = LockToken::root();
-        let held = qp.s_lock.lock(&mut root).ext.resp.mr_refs();
+        let held = qp.s_lock.lock(&mut root).ext.responder.mr_refs();
         assert_eq!(mrs.refs(), held as u64, "request {i}");
         assert_eq!(held, 0, "request {i}: references left after sending");
     }
@@ -306,8 +313,8 @@ fn mr_references_are_released_on_reuse_and_destroy() {
     assert_eq!(mrs.refs(), 1);
     let mut root = LockToken::root();
     let mut g = qp.s_lock.lock(&mut root);
-    assert_eq!(g.ext.resp.mr_refs(), 1);
-    g.ext.resp.release_all(&mrs);
-    assert_eq!(g.ext.resp.mr_refs(), 0);
+    assert_eq!(g.ext.responder.mr_refs(), 1);
+    g.ext.responder.release_all(&mrs);
+    assert_eq!(g.ext.responder.mr_refs(), 0);
     assert_eq!(mrs.refs(), 0);
 }

@@ -6,8 +6,9 @@
 
 use hfi1_hal::consts::{OP_TID_RDMA_READ_RESP, PAGE_SIZE};
 use hfi1_hal::{FlowIndex, Generation, Psn, TidCtrl, TidEntry};
-use tid_read_proto::read_req::{Request, Responder, validate};
-use tid_read_proto::read_resp::{ReadReqFlow, RespBuilder, build_read_req};
+use tid_read_proto::read_req::{QpView, Request, validate};
+use tid_read_proto::read_req::{ReadReq, ReadReqFlow};
+use tid_read_proto::read_resp::RespBuilder;
 use tid_read_proto::wire::{aeth, bth, erf, kdeth, lrh, read_resp};
 
 #[test]
@@ -18,7 +19,7 @@ fn read_resp_frames_survive_the_wire() {
         TidEntry::new(6, TidCtrl::Even, 1).unwrap(),
         TidEntry::new(6, TidCtrl::Odd, 1).unwrap(),
     ];
-    let req = build_read_req(&ReadReqFlow {
+    let req = ReadReq::build(&ReadReqFlow {
         entries: &entries,
         generation: Generation::masked(0x321),
         spsn: 40,
@@ -43,7 +44,7 @@ fn read_resp_frames_survive_the_wire() {
     // Responder side: parse the request back and validate it.
     let p = tid_read_proto::wire::read_req::Packet::new_checked(&body[..]).unwrap();
     let header = tid_read_proto::wire::read_req::Repr::parse(&p).unwrap();
-    let qp = Responder {
+    let qp = QpView {
         remote_read: true,
         max_len: 256 * 1024,
         pmtu: 4096,

@@ -139,7 +139,7 @@ fn read_resp_line(v: &Value) -> Result<(), String> {
 /// 256 KiB, at most 64 entries, none empty) must come out of the
 /// responder's validation with the same entries and the same packets.
 fn through_validation(flow: &RespFlow<'_>, n: usize) -> Result<(), String> {
-    use tid_read_proto::read_req::{Request, Responder, validate};
+    use tid_read_proto::read_req::{QpView, Request, validate};
     use tid_read_proto::wire::read_req;
     if flow.length == 0
         || flow.length % 4096 != 0
@@ -161,7 +161,7 @@ fn through_validation(flow: &RespFlow<'_>, n: usize) -> Result<(), String> {
         flow_psn: hfi1_hal::FlowPsn::new(flow.generation, flow.spsn),
         ..Default::default()
     };
-    let qp = Responder {
+    let qp = QpView {
         remote_read: true,
         max_len: 256 * 1024,
         pmtu: flow.pmtu,

@@ -19,7 +19,8 @@ use hfi1_hal::consts::{
     OP_TID_RDMA_WRITE_RESP,
 };
 use hfi1_hal::{FlowIndex, FlowPsn, Generation, Psn, TidCtrl, TidEntry};
-use tid_read_proto::read_resp::{ReadReqFlow, RespBuilder, RespFlow, build_read_req};
+use tid_read_proto::read_req::{ReadReq, ReadReqFlow};
+use tid_read_proto::read_resp::{RespBuilder, RespFlow};
 use tid_read_proto::wire::aeth::NakCode;
 use tid_read_proto::wire::tid_ack::{AckFields, AckKind};
 use tid_read_proto::wire::tid_header::BthFields;
@@ -307,7 +308,7 @@ fn resync_and_acks(out: &mut Vec<Sent>) {
 /// The READ side, from the existing builders: one READ_REQ, its responses.
 fn read_frames(data: &[u8]) -> Vec<Sent> {
     let entries = [TidEntry::new(2, TidCtrl::Pair, 2).unwrap()];
-    let req = build_read_req(&ReadReqFlow {
+    let req = ReadReq::build(&ReadReqFlow {
         entries: &entries,
         generation: Generation::masked(0x55),
         spsn: 3,

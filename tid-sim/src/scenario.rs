@@ -40,17 +40,19 @@ use hfi1_hal::Psn;
 use hfi1_hal::consts::PAGE_SIZE;
 use hfi1_hal::lock_order::{LockToken, Unlocked};
 use tid_flow::Sge;
-use tid_harness::doubles::{Outbox, PageAllocator};
+use tid_harness::doubles::PageAllocator;
 use tid_harness::platform::SoftPlatform;
 use tid_harness::world::{Arrival, AtRequester, AtResponder, Setup, TwoNodes};
-use tid_read_proto::packet::{self, MAX_PACKET, Parsed};
+use tid_read_proto::packet::MAX_PACKET;
 use tid_read_proto::rc::WcStatus;
 
 use crate::cli::Options;
-use crate::fabric::{Faults, Link, Packet, PacketKind};
+use crate::fabric::{Faults, Link, PacketKind};
+use crate::link::{Capture, WirePacket, ship};
 use crate::pcap::PcapWriter;
 pub use crate::report::Report;
 use crate::rng::Rng;
+pub use crate::soak::soak_options;
 
 /// First IB PSN of every connection.
 const FIRST_PSN: u32 = 0x10;
@@ -74,36 +76,6 @@ const LINK_CREDITS: usize = 256;
 const MAX_IDLE_FIRES: u32 = 50;
 /// Wire speed for simulated time: bytes per nanosecond (100 Gb/s).
 const WIRE_BYTES_PER_NS: f64 = 12.5;
-
-/// A packet on the fabric.
-#[derive(Debug, Clone)]
-pub struct WirePacket {
-    /// The bytes, LRH through ICRC.
-    pub bytes: Vec<u8>,
-    kind: PacketKind,
-}
-
-impl Packet for WirePacket {
-    fn kind(&self) -> PacketKind {
-        self.kind
-    }
-}
-
-/// The kind of a built packet, for fault injection.
-fn kind_of(bytes: &[u8]) -> PacketKind {
-    match packet::parse(bytes) {
-        Ok((_, Parsed::ReadReq { .. })) => PacketKind::ReadReq,
-        Ok((_, Parsed::ReadResp { hdr, .. })) => {
-            if hdr.kdeth.kdeth0.sh() {
-                PacketKind::ReadRespMiddle
-            } else {
-                PacketKind::ReadRespLast
-            }
-        }
-        Ok((_, Parsed::Ack { .. })) => PacketKind::Ack,
-        Err(_) => PacketKind::Other,
-    }
-}
 
 /// A fragmented destination buffer of `bytes`: a seeded mix of contiguous
 /// runs (2..=64 pages) and single scattered pages, never adjacent to the
@@ -409,9 +381,9 @@ impl<'a, W: Write> Scenario<'a, W> {
         );
         for (i, qp) in self.nodes.responders.iter().enumerate() {
             let g = qp.s_lock.lock(&mut self.root);
-            if g.ext.resp.has_work() {
-                let r = &g.ext.resp;
-                eprintln!("responder {i}: r_psn {:?} {:?}", r.r_psn, r.stats);
+            if g.ext.responder.has_work() {
+                let r = &g.ext.responder;
+                eprintln!("responder {i}: r_psn {:?} {:?}", r.expected_psn(), r.stats);
             }
         }
     }
@@ -574,7 +546,7 @@ impl<'a, W: Write> Scenario<'a, W> {
             "stuck qp {i}: waiting {} flow {:?} {:?}",
             g.waiting(),
             g.ext.flow,
-            g.ext.req
+            g.ext.requester
         );
         let (_, tok) = g.parts();
         let e = self.nodes.rcd.exp_lock.lock(tok);
@@ -593,87 +565,5 @@ impl<'a, W: Write> Scenario<'a, W> {
             sched.triggers_coalesced(),
             sched.sends_scheduled()
         );
-    }
-}
-
-/// Where a shipped packet is also written: the capture file, if any.
-struct Capture<'c, 'a, W: Write> {
-    pcap: &'c mut Option<&'a mut PcapWriter<W>>,
-    erf_buf: &'c mut [u8],
-    sim_ns: f64,
-    interface: u8,
-}
-
-/// Moves what an engine sent onto a link (and into the capture).
-fn ship<W: Write>(
-    outbox: &mut Outbox,
-    link: &mut Link<WirePacket>,
-    cap: Capture<'_, '_, W>,
-    rng: &mut Rng,
-    rep: &mut Report,
-) {
-    for bytes in outbox.drain() {
-        if let Some(w) = cap.pcap.as_deref_mut() {
-            let ts = tid_read_proto::wire::erf::timestamp_from_nanos(cap.sim_ns as u64);
-            match tid_read_proto::wire::erf::encode(ts, cap.interface, &bytes, cap.erf_buf) {
-                Ok(n) => {
-                    if w.record(cap.sim_ns as u64, &cap.erf_buf[..n]).is_err() {
-                        rep.engine_errors += 1;
-                    }
-                }
-                Err(_) => rep.engine_errors += 1,
-            }
-        }
-        let kind = kind_of(&bytes);
-        link.send(WirePacket { bytes, kind }, rng);
-    }
-}
-
-/// The scenario a soak run with `seed` uses: sizes and a fault mix drawn
-/// from the seed (1..=6 QPs with 1..=3 requests each, or one run in five
-/// 8..=47 QPs with one request each, so flows run out too; requests of
-/// 256 KiB, 260 KiB, 512 KiB or 1 MiB; 9..=40 TID groups; either MTU;
-/// drop up to 5 %, duplicates up to 2 %, reorder window 0 or 2..=8, stale
-/// replays up to 1 %, each fault present half the time).
-pub fn soak_options(seed: u64) -> Options {
-    let mut r = Rng::new(seed ^ 0x50AC_50AC);
-    let many = r.chance(0.2);
-    let qps = if many {
-        8 + r.below(40) as u32
-    } else {
-        1 + r.below(6) as u32
-    };
-    let request = [256u64 << 10, 260 << 10, 512 << 10, 1 << 20][r.below(4) as usize];
-    let per_qp = if many {
-        request
-    } else {
-        (1 + r.below(3)) * request
-    };
-    let mut pick = |max: f64| {
-        if r.chance(0.5) {
-            (r.below(1001) as f64 / 1000.0) * max
-        } else {
-            0.0
-        }
-    };
-    let drop = pick(0.05);
-    let dup = pick(0.02);
-    let stale = pick(0.01);
-    Options {
-        qps,
-        bytes: per_qp * u64::from(qps),
-        request,
-        groups: 9 + r.below(32) as u32,
-        mtu: if r.chance(0.5) { 4096 } else { 8192 },
-        seed,
-        drop,
-        dup,
-        reorder: if r.chance(0.5) {
-            0
-        } else {
-            2 + r.below(7) as usize
-        },
-        stale,
-        ..Options::default()
     }
 }

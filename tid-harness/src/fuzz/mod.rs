@@ -36,23 +36,21 @@
 //! held ([`crate::world::Leaks`] all zero).
 #![allow(clippy::panic, clippy::expect_used, clippy::indexing_slicing)]
 
+mod checks;
 mod input;
 
 use alloc::collections::VecDeque;
-use alloc::format;
-use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use hfi1_hal::consts::TID_GROUP_SIZE;
 use hfi1_hal::lock_order::LockToken;
-use tid_read_proto::rc::{EngineError, SQ_SIZE, WcStatus};
+use tid_read_proto::rc::{EngineError, WcStatus};
 use tid_read_proto::wire::aeth::NakCode;
 
 pub use input::{Config, Input, describe, mutated, pick};
 
 use crate::platform::SoftPlatform;
-use crate::world::{Arrival, AtResponder, Done, Leaks, Setup, TwoNodes};
+use crate::world::{Arrival, AtResponder, Done, Setup, TwoNodes};
 
 /// Which packets besides the real ones the schedule may inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,7 +292,7 @@ impl World {
                 self.sum.delivered += 1;
                 if self.trace {
                     let g = self.nodes.responders[qp].s_lock.lock(&mut root);
-                    let r_psn = g.ext.resp.r_psn.get();
+                    let r_psn = g.ext.responder.expected_psn().get();
                     std::eprintln!("   responder {qp}: {verdict:?}, r_psn {r_psn:#x}");
                 }
             }
@@ -353,81 +351,6 @@ impl World {
             std::eprintln!("timer of QP {i}");
         }
         self.nodes.fire_timer(i, &mut LockToken::root());
-    }
-
-    /// Checks what must hold between any two steps.
-    fn check(&mut self) {
-        let mut root = LockToken::root();
-        let mut held = 0u64;
-        let nodes = &self.nodes;
-        for (i, (rq, sq)) in nodes.requesters.iter().zip(&nodes.responders).enumerate() {
-            let mut g = rq.s_lock.lock(&mut root);
-            let r = &g.ext.req;
-            assert!(
-                r.outstanding() as usize <= SQ_SIZE,
-                "QP {i}: {} requests outstanding",
-                r.outstanding()
-            );
-            assert!(
-                r.pending_segments() <= self.cfg.max_rd_atomic,
-                "QP {i}: {} segments in flight, max_rd_atomic {}: {r:?}",
-                r.pending_segments(),
-                self.cfg.max_rd_atomic
-            );
-            assert!(
-                r.stats.segments_done <= r.stats.segments,
-                "QP {i}: {} segments completed of {} requested",
-                r.stats.segments_done,
-                r.stats.segments
-            );
-            let first = self.cfg.first_psn;
-            assert!(
-                r.s_next_psn.delta(r.s_last_psn) >= 1 && r.s_last_psn.delta(first.sub(1)) >= 0,
-                "QP {i}: s_last_psn {:#x} outside [{:#x}, s_next_psn {:#x})",
-                r.s_last_psn.get(),
-                first.sub(1).get(),
-                r.s_next_psn.get()
-            );
-            let next = r.s_next_psn;
-            {
-                let (_, tok) = g.parts();
-                let e = nodes.rcd.exp_lock.lock(tok);
-                let total = (self.cfg.groups * TID_GROUP_SIZE) as u32;
-                assert!(e.groups.entries_in_use() <= total, "TID entries over-used");
-                assert!(
-                    e.flows.mask().count_ones() as usize <= self.cfg.qps,
-                    "more flows in use than QPs: {:#x}",
-                    e.flows.mask()
-                );
-                assert_eq!(
-                    e.chip.faults(),
-                    0,
-                    "the chip wrote through a TID to a page no live request owns"
-                );
-            }
-            drop(g);
-            let g = sq.s_lock.lock(&mut root);
-            if self.mode != Mode::ResponderRx {
-                assert!(
-                    next.delta(g.ext.resp.r_psn) >= 0,
-                    "QP {i}: the responder expects PSN {:#x}, the requester handed out up to {:#x}",
-                    g.ext.resp.r_psn.get(),
-                    next.get()
-                );
-            }
-            assert!(g.ext.resp.r_msn <= 0x00FF_FFFF, "r_msn over 24 bits");
-            held += g.ext.resp.mr_refs() as u64;
-        }
-        assert_eq!(
-            nodes.regions.refs(),
-            held,
-            "MR references taken and not held by an ack-queue entry (or held twice)"
-        );
-        assert_eq!(
-            nodes.regions.misuses(),
-            0,
-            "an MR reference was put twice, or a handle never handed out was put"
-        );
     }
 
     /// Runs one schedule step.
@@ -616,63 +539,6 @@ impl World {
             idle_fires += 1;
         }
         self.nodes.outstanding() == 0
-    }
-
-    /// Every QP's state, for a stuck input's report.
-    fn state(&self) -> String {
-        let mut root = LockToken::root();
-        let mut s = format!("{:?}\n", self.cfg);
-        for (i, qp) in self.nodes.requesters.iter().enumerate() {
-            let mut g = qp.s_lock.lock(&mut root);
-            s += &format!(
-                "req QP {i}: waiting {} flow {:?}\n  {:?}\n  stats {:?}\n",
-                g.waiting(),
-                g.ext.flow,
-                g.ext.req,
-                g.ext.req.stats
-            );
-            let (_, tok) = g.parts();
-            let e = self.nodes.rcd.exp_lock.lock(tok);
-            s += &format!(
-                "  ctxt: entries in use {} flows {:#x} free groups {} waiters empty {}\n",
-                e.groups.entries_in_use(),
-                e.flows.mask(),
-                e.groups.free_groups(),
-                e.waiters.is_empty()
-            );
-        }
-        for (i, qp) in self.nodes.responders.iter().enumerate() {
-            let g = qp.s_lock.lock(&mut root);
-            s += &format!("resp QP {i}: {:?}\n", g.ext.resp);
-        }
-        s
-    }
-
-    /// Destroys every QP and checks that everything came back.
-    fn teardown(mut self) -> Summary {
-        let mut root = LockToken::root();
-        self.sum.restarts += self.nodes.requester_stats(&mut root).restarts;
-        let t = self.nodes.teardown(&mut root);
-        for d in t.flushed {
-            self.complete(d);
-        }
-        for (i, qp) in self.nodes.responders.iter().enumerate() {
-            let g = qp.s_lock.lock(&mut root);
-            assert!(
-                !g.ext.resp.has_work(),
-                "responder {i} has work after release"
-            );
-            assert_eq!(g.ext.resp.mr_refs(), 0, "responder {i} holds MR references");
-        }
-        for i in 0..self.cfg.qps {
-            let left: Vec<u64> = self.nodes.posted(i).map(|p| p.wr_id).collect();
-            assert!(
-                left.is_empty(),
-                "QP {i}: requests {left:?} never completed, not even by the flush"
-            );
-        }
-        assert_eq!(t.leaks, Leaks::default(), "resources left after destroy");
-        self.sum
     }
 }
 

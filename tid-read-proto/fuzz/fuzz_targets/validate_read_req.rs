@@ -6,7 +6,7 @@
 
 use hfi1_hal::Psn;
 use libfuzzer_sys::fuzz_target;
-use tid_read_proto::read_req::{Request, Responder, validate};
+use tid_read_proto::read_req::{QpView, Request, validate};
 use tid_read_proto::read_resp::RespBuilder;
 use tid_read_proto::wire::read_req::{Packet, Repr};
 
@@ -17,7 +17,7 @@ fuzz_target!(|input: (bool, u8, &[u8])| {
     };
     let Ok(header) = Repr::parse(&p) else { return };
     let pmtu = if big_mtu { 8192 } else { 4096 };
-    let qp = Responder {
+    let qp = QpView {
         remote_read: true,
         max_len: 256 * 1024,
         pmtu,

@@ -10,317 +10,33 @@
 //! copied) into [`TwoNodes::deliver_to_responder`] and
 //! [`TwoNodes::deliver_to_requester`].
 
+mod outcome;
+mod setup;
+
+pub use outcome::{Arrival, AtRequester, AtResponder, Done, Leaks, Posted, Ran, Teardown};
+pub use setup::{
+    Node, REQUESTER_CTXT, REQUESTER_LID, REQUESTER_QPN, RESPONDER_CTXT, RESPONDER_LID,
+    RESPONDER_QPN, RKEY_BASE, Setup, region_base,
+};
+
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 
-use hfi1_hal::consts::TID_RDMA_JKEY;
+use hfi1_hal::FlowPsn;
 use hfi1_hal::lock_order::{LockToken, Unlocked};
-use hfi1_hal::sim::{ExpectedOutcome, SimContext, SimDma, SimMemory, SimRef, SimScheduler};
-use hfi1_hal::{FlowPsn, Psn};
-use qp_wait::{Qp, QueueKind, WaitPlatform};
+use hfi1_hal::sim::SimMemory;
+use qp_wait::QueueKind;
 use tid_alloc::groups::GroupList;
-use tid_flow::{FlowPlatform, RcvCtxt, Sge};
-use tid_read_proto::opfn::TidParams;
-use tid_read_proto::packet::{self, PacketError, Parsed, Path};
-use tid_read_proto::rc::{Completion, Connection, EngineError, MAX_RD_ATOMIC, TidQp, WcStatus};
-use tid_read_proto::requester::{self, ReadWr, ReqStats, RespVerdict};
-use tid_read_proto::responder::{self, ReqVerdict, RespStats};
-use tid_read_proto::wire::aeth;
+use tid_flow::{RcvCtxt, Sge};
+use tid_read_proto::packet::{self, Parsed};
+use tid_read_proto::qp;
+use tid_read_proto::rc::{Completion, EngineError, WcStatus};
+use tid_read_proto::requester::{ReadWr, ReqStats};
+use tid_read_proto::responder::RespStats;
 
 use crate::chip::{self, Arriving};
-use crate::doubles::{self, DataCheck, Outbox, PageAllocator, Region, Regions};
-
-/// The requester node's receive context number.
-pub const REQUESTER_CTXT: u8 = 1;
-/// The responder node's context number (in its OPFN parameters only: a
-/// READ responder receives no TID data).
-pub const RESPONDER_CTXT: u8 = 2;
-/// The requester node's LID.
-pub const REQUESTER_LID: u16 = 1;
-/// The responder node's LID.
-pub const RESPONDER_LID: u16 = 2;
-/// Verbs QP number of requester QP 0 (QP `i` is this plus `i`).
-pub const REQUESTER_QPN: u32 = 0x100;
-/// Verbs QP number of responder QP 0.
-pub const RESPONDER_QPN: u32 = 0x400;
-/// R_Key of QP `i`'s memory region: this plus `i`.
-pub const RKEY_BASE: u32 = 0x5000;
-
-/// First remote address of QP `i`'s memory region.
-pub fn region_base(i: usize) -> u64 {
-    (i as u64).wrapping_add(1) << 40
-}
-
-/// What a platform gives the world: the software chip, its DMA map,
-/// counted QP references and the FIFO scheduler (the world reads them all),
-/// QPs that keep [`TidQp`], and a way to build them and a context.
-pub trait Node: FlowPlatform<Chip = SimContext, Dma = SimDma>
-    + WaitPlatform<Ext = TidQp<Self>, Ref = SimRef<Qp<Self>>, Sched = SimScheduler<SimRef<Qp<Self>>>>
-{
-    /// A connected QP whose lock is ready to use (the returned reference is
-    /// the creator's), or `None` without memory.
-    fn new_qp(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> Option<Self::Ref>;
-
-    /// A receive context on its own software chip with `ngroups` TID
-    /// groups, room for `qp_slots` QPs and flow generations from `seed`
-    /// (or the platform's own randomness), or `None`.
-    fn new_ctxt(ctxt: u32, ngroups: usize, qp_slots: u32, seed: u64) -> Option<Box<RcvCtxt<Self>>>;
-
-    /// Allocations from `mem` (flow records) not yet freed.
-    fn live_allocations(mem: &Self::Mem) -> usize;
-}
-
-/// How the two nodes are built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Setup {
-    /// QP pairs.
-    pub qps: usize,
-    /// TID groups of the requester's receive context.
-    pub groups: usize,
-    /// Path MTU.
-    pub pmtu: u32,
-    /// The responder's segment size (its OPFN `max_len`).
-    pub seg_len: u32,
-    /// Segments of one READ in flight (the responder's OPFN `max_read`).
-    pub max_read: u8,
-    /// Reads the requester keeps outstanding at most.
-    pub max_rd_atomic: u32,
-    /// First IB PSN of every connection, both ways.
-    pub first_psn: Psn,
-    /// Seed of the requester context's flow generations.
-    pub seed: u64,
-    /// Bytes of each responder QP's memory region.
-    pub region_len: u64,
-    /// First page frame of the destination pages.
-    pub first_pfn: u64,
-}
-
-impl Default for Setup {
-    fn default() -> Self {
-        let p = TidParams::local(RESPONDER_CTXT, TID_RDMA_JKEY, 14, false);
-        Self {
-            qps: 1,
-            groups: 16,
-            pmtu: 4096,
-            seg_len: p.max_len,
-            max_read: p.max_read,
-            max_rd_atomic: MAX_RD_ATOMIC,
-            first_psn: Psn::new(0x10),
-            seed: 1,
-            region_len: 1 << 32,
-            first_pfn: 0x1000,
-        }
-    }
-}
-
-impl Setup {
-    /// The connections of QP pair `i`: the requester's and the responder's.
-    pub fn connections(&self, i: usize) -> (Connection, Connection) {
-        let req_params = TidParams::local(REQUESTER_CTXT, TID_RDMA_JKEY, 14, false);
-        let resp_params = TidParams {
-            max_len: self.seg_len,
-            max_read: self.max_read,
-            ..TidParams::local(RESPONDER_CTXT, TID_RDMA_JKEY, 14, false)
-        };
-        let n = u32::try_from(i).unwrap_or(u32::MAX);
-        let (rq, sq) = (REQUESTER_QPN.wrapping_add(n), RESPONDER_QPN.wrapping_add(n));
-        let requester = Connection {
-            verbs_qpn: rq,
-            remote_verbs_qpn: sq,
-            local: req_params,
-            remote: resp_params,
-            pmtu: self.pmtu,
-            path: Path {
-                dlid: RESPONDER_LID,
-                slid: REQUESTER_LID,
-            },
-            max_rd_atomic: self.max_rd_atomic,
-            remote_read: false,
-        };
-        let responder = Connection {
-            verbs_qpn: sq,
-            remote_verbs_qpn: rq,
-            local: resp_params,
-            remote: req_params,
-            pmtu: self.pmtu,
-            path: Path {
-                dlid: REQUESTER_LID,
-                slid: RESPONDER_LID,
-            },
-            max_rd_atomic: self.max_rd_atomic,
-            remote_read: true,
-        };
-        (requester, responder)
-    }
-}
-
-/// A READ posted and not yet completed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Posted {
-    /// Its work-request id.
-    pub wr_id: u64,
-    /// Where it reads from.
-    pub remote: u64,
-    /// Where it reads to.
-    pub sges: Vec<Sge>,
-    /// Bytes.
-    pub length: u32,
-}
-
-/// A completion taken from a requester, matched with what was posted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Done {
-    /// The requester QP.
-    pub qp: usize,
-    /// The completion.
-    pub completion: Completion,
-    /// The READ it completes; `None` if no such READ was outstanding (an
-    /// engine bug).
-    pub posted: Option<Posted>,
-    /// For a successful READ: its destination compared with the source.
-    pub data: Option<DataCheck>,
-}
-
-/// One requester send-engine run (trigger work or a scheduled send).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Ran {
-    /// The requester QP.
-    pub qp: usize,
-    /// What the engine returned.
-    pub result: Result<(), EngineError>,
-}
-
-/// What became of a packet delivered to the responder node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AtResponder {
-    /// It does not parse.
-    Unparsable(PacketError),
-    /// It parses but is not a READ_REQ.
-    Unexpected,
-    /// Its verbs QP is none of the responders.
-    NoSuchQp,
-    /// Responder `qp` handled it.
-    Received {
-        /// The responder QP.
-        qp: usize,
-        /// What it did.
-        verdict: ReqVerdict,
-    },
-}
-
-/// What became of a packet delivered to the requester node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arrival {
-    /// It does not parse.
-    Unparsable(PacketError),
-    /// It parses but is neither a READ_RESP nor an ACK.
-    Unexpected,
-    /// Its QP is none of the requesters.
-    NoSuchQp,
-    /// A READ_RESP went through the chip of requester `qp`.
-    ReadResp {
-        /// The requester QP.
-        qp: usize,
-        /// What the chip did.
-        outcome: ExpectedOutcome,
-        /// The requester's verdict if the chip delivered it to software.
-        verdict: Option<Result<RespVerdict, EngineError>>,
-    },
-    /// An ACK or NAK reached requester `qp`.
-    Ack {
-        /// The requester QP.
-        qp: usize,
-        /// Its AETH.
-        aeth: aeth::Repr,
-    },
-}
-
-impl Arrival {
-    /// The requester QP it reached, if any.
-    pub fn qp(&self) -> Option<usize> {
-        match *self {
-            Self::ReadResp { qp, .. } | Self::Ack { qp, .. } => Some(qp),
-            _ => None,
-        }
-    }
-}
-
-/// A delivery to the requester node: what became of the packet, and the
-/// completions the QP it reached produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AtRequester {
-    /// What became of the packet.
-    pub arrival: Arrival,
-    /// Completions it caused, matched and checked.
-    pub done: Vec<Done>,
-}
-
-/// What is still held, and the misuses the doubles counted. All zero after
-/// a clean run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Leaks {
-    /// RcvArray entries in use.
-    pub tid_entries: u64,
-    /// TID groups on the used or full lists.
-    pub tid_groups: u64,
-    /// Hardware flows reserved.
-    pub flows: u64,
-    /// QPs on the flow or RcvArray wait queue.
-    pub queued_qps: u64,
-    /// QPs flagged as waiting for TID space.
-    pub waiting_qps: u64,
-    /// QP references beyond each creator's one.
-    pub qp_refs: u64,
-    /// DMA mappings alive.
-    pub dma_mappings: u64,
-    /// Flow-record allocations alive.
-    pub flow_records: u64,
-    /// Memory-region references held.
-    pub mr_refs: u64,
-    /// Memory-region puts of an unknown handle or with no reference left.
-    pub mr_misuses: u64,
-    /// Chip writes outside the context's RcvArray or to a page no buffer
-    /// owns.
-    pub chip_faults: u64,
-    /// Packets an engine sent that did not fit its buffer.
-    pub oversized_packets: u64,
-}
-
-impl Leaks {
-    /// Every count by name.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> {
-        [
-            ("tid_entries", self.tid_entries),
-            ("tid_groups", self.tid_groups),
-            ("flows", self.flows),
-            ("queued_qps", self.queued_qps),
-            ("waiting_qps", self.waiting_qps),
-            ("qp_refs", self.qp_refs),
-            ("dma_mappings", self.dma_mappings),
-            ("flow_records", self.flow_records),
-            ("mr_refs", self.mr_refs),
-            ("mr_misuses", self.mr_misuses),
-            ("chip_faults", self.chip_faults),
-            ("oversized_packets", self.oversized_packets),
-        ]
-        .into_iter()
-    }
-
-    /// The sum of every count.
-    pub fn total(&self) -> u64 {
-        self.iter().map(|(_, n)| n).sum()
-    }
-}
-
-/// What [`TwoNodes::teardown`] left.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Teardown {
-    /// The completions the flush produced.
-    pub flushed: Vec<Done>,
-    /// What was still held after it.
-    pub leaks: Leaks,
-}
+use crate::doubles::{self, Outbox, PageAllocator, Region, Regions};
 
 /// The two nodes.
 ///
@@ -423,7 +139,7 @@ impl<P: Node> TwoNodes<P> {
     pub fn can_post(&self, i: usize, root: &mut LockToken<'_, Unlocked>) -> bool {
         self.requesters
             .get(i)
-            .is_some_and(|qp| qp.s_lock.lock(root).ext.req.can_post())
+            .is_some_and(|qp| qp.s_lock.lock(root).ext.requester.can_post())
     }
 
     /// Posts a READ on requester `i` into `sges` (their pages join the
@@ -455,7 +171,7 @@ impl<P: Node> TwoNodes<P> {
                 rkey,
                 sges: &sges,
             };
-            requester::post_read(&self.rcd, qp, &mut g, &wr)
+            qp::post_read(&self.rcd, qp, &mut g, &wr)
         };
         if let Err(e) = r {
             doubles::unmap(&mut self.mem, &sges);
@@ -501,7 +217,7 @@ impl<P: Node> TwoNodes<P> {
         let (rcd, out) = (&self.rcd, &mut self.to_responders);
         let mut result = Ok(());
         qp_wait::trigger_resume::<P>(qp, root, |qp, root| {
-            result = requester::send_engine(rcd, qp, root, out);
+            result = qp::send_engine(rcd, qp, root, out);
         });
         Some(Ran { qp: i, result })
     }
@@ -510,7 +226,7 @@ impl<P: Node> TwoNodes<P> {
     /// if none is scheduled.
     pub fn run_requester_send(&mut self, root: &mut LockToken<'_, Unlocked>) -> Option<Ran> {
         let qp = self.rcd.sched.pop_send()?;
-        let result = requester::send_engine(&self.rcd, &qp, root, &mut self.to_responders);
+        let result = qp::send_engine(&self.rcd, &qp, root, &mut self.to_responders);
         Some(Ran {
             qp: Self::requester_index(&qp),
             result,
@@ -561,8 +277,8 @@ impl<P: Node> TwoNodes<P> {
         };
         let (verdict, work) = {
             let mut g = qp.s_lock.lock(root);
-            let v = responder::rcv_read_req::<P>(&mut g, bth.psn, &hdr, payload, &self.regions);
-            (v, g.ext.resp.has_work())
+            let v = qp::receive_read_req::<P>(&mut g, bth.psn, &hdr, payload, &self.regions);
+            (v, g.ext.responder.has_work())
         };
         if work {
             self.mark_ready(i);
@@ -631,7 +347,7 @@ impl<P: Node> TwoNodes<P> {
             return Ok(false);
         };
         let mut g = qp.s_lock.lock(root);
-        responder::make_resp::<P>(
+        qp::send_responses::<P>(
             &mut g,
             &self.regions,
             &self.regions,
@@ -687,7 +403,7 @@ impl<P: Node> TwoNodes<P> {
                 }
             }
             Parsed::Ack { aeth, .. } => {
-                requester::rcv_ack(&self.rcd, qp, &mut g, &aeth);
+                let _ = qp::receive_ack(&self.rcd, qp, &mut g, &aeth);
                 Arrival::Ack { qp: i, aeth }
             }
             Parsed::ReadReq { .. } => Arrival::Unexpected,
@@ -701,7 +417,7 @@ impl<P: Node> TwoNodes<P> {
         let mut taken = Vec::new();
         if let Some(qp) = self.requesters.get(i) {
             let mut g = qp.s_lock.lock(root);
-            while let Some(c) = g.ext.req.poll() {
+            while let Some(c) = g.ext.requester.poll() {
                 taken.push(c);
             }
         }
@@ -731,9 +447,7 @@ impl<P: Node> TwoNodes<P> {
             return false;
         };
         let mut g = qp.s_lock.lock(root);
-        let outstanding = g.ext.req.pending_segments() > 0;
-        requester::timeout(&self.rcd, qp, &mut g);
-        outstanding
+        qp::timeout(&self.rcd, qp, &mut g)
     }
 
     /// Action 5: every requester's retry timer expires. Returns how many
@@ -748,7 +462,7 @@ impl<P: Node> TwoNodes<P> {
     pub fn requester_stats(&self, root: &mut LockToken<'_, Unlocked>) -> ReqStats {
         let mut s = ReqStats::default();
         for qp in &self.requesters {
-            s += qp.s_lock.lock(root).ext.req.stats;
+            s += qp.s_lock.lock(root).ext.requester.stats;
         }
         s
     }
@@ -757,7 +471,7 @@ impl<P: Node> TwoNodes<P> {
     pub fn responder_stats(&self, root: &mut LockToken<'_, Unlocked>) -> RespStats {
         let mut s = RespStats::default();
         for qp in &self.responders {
-            s += qp.s_lock.lock(root).ext.resp.stats;
+            s += qp.s_lock.lock(root).ext.responder.stats;
         }
         s
     }
@@ -806,11 +520,15 @@ impl<P: Node> TwoNodes<P> {
         for i in 0..self.requesters.len() {
             if let Some(qp) = self.requesters.get(i) {
                 let mut g = qp.s_lock.lock(root);
-                requester::flush(&self.rcd, qp, &mut g);
+                qp::flush(&self.rcd, qp, &mut g);
             }
             flushed.extend(self.poll(i, root));
             if let Some(qp) = self.responders.get(i) {
-                qp.s_lock.lock(root).ext.resp.release_all(&self.regions);
+                qp.s_lock
+                    .lock(root)
+                    .ext
+                    .responder
+                    .release_all(&self.regions);
             }
         }
         while self.rcd.sched.pop_work().is_some() {}

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! What the fuzz world checks: the promises that hold between any two
+//! steps, the state of a stuck input, and the teardown.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use hfi1_hal::consts::TID_GROUP_SIZE;
+use hfi1_hal::lock_order::LockToken;
+use tid_read_proto::rc::SQ_SIZE;
+
+use super::{Mode, Summary, World};
+use crate::world::Leaks;
+
+impl World {
+    /// Checks what must hold between any two steps.
+    pub(super) fn check(&mut self) {
+        let mut root = LockToken::root();
+        let mut held = 0u64;
+        let nodes = &self.nodes;
+        for (i, (rq, sq)) in nodes.requesters.iter().zip(&nodes.responders).enumerate() {
+            let mut g = rq.s_lock.lock(&mut root);
+            let r = &g.ext.requester;
+            assert!(
+                r.outstanding() as usize <= SQ_SIZE,
+                "QP {i}: {} requests outstanding",
+                r.outstanding()
+            );
+            assert!(
+                r.pending_segments() <= self.cfg.max_rd_atomic,
+                "QP {i}: {} segments in flight, max_rd_atomic {}: {r:?}",
+                r.pending_segments(),
+                self.cfg.max_rd_atomic
+            );
+            assert!(
+                r.stats.segments_done <= r.stats.segments,
+                "QP {i}: {} segments completed of {} requested",
+                r.stats.segments_done,
+                r.stats.segments
+            );
+            let first = self.cfg.first_psn;
+            assert!(
+                r.next_psn().delta(r.last_psn()) >= 1 && r.last_psn().delta(first.sub(1)) >= 0,
+                "QP {i}: s_last_psn {:#x} outside [{:#x}, s_next_psn {:#x})",
+                r.last_psn().get(),
+                first.sub(1).get(),
+                r.next_psn().get()
+            );
+            let next = r.next_psn();
+            {
+                let (_, tok) = g.parts();
+                let e = nodes.rcd.exp_lock.lock(tok);
+                let total = (self.cfg.groups * TID_GROUP_SIZE) as u32;
+                assert!(e.groups.entries_in_use() <= total, "TID entries over-used");
+                assert!(
+                    e.flows.mask().count_ones() as usize <= self.cfg.qps,
+                    "more flows in use than QPs: {:#x}",
+                    e.flows.mask()
+                );
+                assert_eq!(
+                    e.chip.faults(),
+                    0,
+                    "the chip wrote through a TID to a page no live request owns"
+                );
+            }
+            drop(g);
+            let g = sq.s_lock.lock(&mut root);
+            if self.mode != Mode::ResponderRx {
+                assert!(
+                    next.delta(g.ext.responder.expected_psn()) >= 0,
+                    "QP {i}: the responder expects PSN {:#x}, the requester handed out up to {:#x}",
+                    g.ext.responder.expected_psn().get(),
+                    next.get()
+                );
+            }
+            assert!(g.ext.responder.msn() <= 0x00FF_FFFF, "r_msn over 24 bits");
+            held += g.ext.responder.mr_refs() as u64;
+        }
+        assert_eq!(
+            nodes.regions.refs(),
+            held,
+            "MR references taken and not held by an ack-queue entry (or held twice)"
+        );
+        assert_eq!(
+            nodes.regions.misuses(),
+            0,
+            "an MR reference was put twice, or a handle never handed out was put"
+        );
+    }
+
+    /// Every QP's state, for a stuck input's report.
+    pub(super) fn state(&self) -> String {
+        let mut root = LockToken::root();
+        let mut s = format!("{:?}\n", self.cfg);
+        for (i, qp) in self.nodes.requesters.iter().enumerate() {
+            let mut g = qp.s_lock.lock(&mut root);
+            s += &format!(
+                "req QP {i}: waiting {} flow {:?}\n  {:?}\n  stats {:?}\n",
+                g.waiting(),
+                g.ext.flow,
+                g.ext.requester,
+                g.ext.requester.stats
+            );
+            let (_, tok) = g.parts();
+            let e = self.nodes.rcd.exp_lock.lock(tok);
+            s += &format!(
+                "  ctxt: entries in use {} flows {:#x} free groups {} waiters empty {}\n",
+                e.groups.entries_in_use(),
+                e.flows.mask(),
+                e.groups.free_groups(),
+                e.waiters.is_empty()
+            );
+        }
+        for (i, qp) in self.nodes.responders.iter().enumerate() {
+            let g = qp.s_lock.lock(&mut root);
+            s += &format!("resp QP {i}: {:?}\n", g.ext.responder);
+        }
+        s
+    }
+
+    /// Destroys every QP and checks that everything came back.
+    pub(super) fn teardown(mut self) -> Summary {
+        let mut root = LockToken::root();
+        self.sum.restarts += self.nodes.requester_stats(&mut root).restarts;
+        let t = self.nodes.teardown(&mut root);
+        for d in t.flushed {
+            self.complete(d);
+        }
+        for (i, qp) in self.nodes.responders.iter().enumerate() {
+            let g = qp.s_lock.lock(&mut root);
+            assert!(
+                !g.ext.responder.has_work(),
+                "responder {i} has work after release"
+            );
+            assert_eq!(
+                g.ext.responder.mr_refs(),
+                0,
+                "responder {i} holds MR references"
+            );
+        }
+        for i in 0..self.cfg.qps {
+            let left: Vec<u64> = self.nodes.posted(i).map(|p| p.wr_id).collect();
+            assert!(
+                left.is_empty(),
+                "QP {i}: requests {left:?} never completed, not even by the flush"
+            );
+        }
+        assert_eq!(t.leaks, Leaks::default(), "resources left after destroy");
+        self.sum
+    }
+}

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! What the world's actions report: engine runs, deliveries, completions
+//! matched with their READs, and the resources left at the end.
+
+use alloc::vec::Vec;
+
+use hfi1_hal::sim::ExpectedOutcome;
+use tid_flow::Sge;
+use tid_read_proto::packet::PacketError;
+use tid_read_proto::rc::{Completion, EngineError};
+use tid_read_proto::requester::RespVerdict;
+use tid_read_proto::responder::ReqVerdict;
+use tid_read_proto::wire::aeth;
+
+use crate::doubles::DataCheck;
+
+/// A READ posted and not yet completed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Posted {
+    /// Its work-request id.
+    pub wr_id: u64,
+    /// Where it reads from.
+    pub remote: u64,
+    /// Where it reads to.
+    pub sges: Vec<Sge>,
+    /// Bytes.
+    pub length: u32,
+}
+
+/// A completion taken from a requester, matched with what was posted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Done {
+    /// The requester QP.
+    pub qp: usize,
+    /// The completion.
+    pub completion: Completion,
+    /// The READ it completes; `None` if no such READ was outstanding (an
+    /// engine bug).
+    pub posted: Option<Posted>,
+    /// For a successful READ: its destination compared with the source.
+    pub data: Option<DataCheck>,
+}
+
+/// One requester send-engine run (trigger work or a scheduled send).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ran {
+    /// The requester QP.
+    pub qp: usize,
+    /// What the engine returned.
+    pub result: Result<(), EngineError>,
+}
+
+/// What became of a packet delivered to the responder node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtResponder {
+    /// It does not parse.
+    Unparsable(PacketError),
+    /// It parses but is not a READ_REQ.
+    Unexpected,
+    /// Its verbs QP is none of the responders.
+    NoSuchQp,
+    /// Responder `qp` handled it.
+    Received {
+        /// The responder QP.
+        qp: usize,
+        /// What it did.
+        verdict: ReqVerdict,
+    },
+}
+
+/// What became of a packet delivered to the requester node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// It does not parse.
+    Unparsable(PacketError),
+    /// It parses but is neither a READ_RESP nor an ACK.
+    Unexpected,
+    /// Its QP is none of the requesters.
+    NoSuchQp,
+    /// A READ_RESP went through the chip of requester `qp`.
+    ReadResp {
+        /// The requester QP.
+        qp: usize,
+        /// What the chip did.
+        outcome: ExpectedOutcome,
+        /// The requester's verdict if the chip delivered it to software.
+        verdict: Option<Result<RespVerdict, EngineError>>,
+    },
+    /// An ACK or NAK reached requester `qp`.
+    Ack {
+        /// The requester QP.
+        qp: usize,
+        /// Its AETH.
+        aeth: aeth::Repr,
+    },
+}
+
+impl Arrival {
+    /// The requester QP it reached, if any.
+    pub fn qp(&self) -> Option<usize> {
+        match *self {
+            Self::ReadResp { qp, .. } | Self::Ack { qp, .. } => Some(qp),
+            _ => None,
+        }
+    }
+}
+
+/// A delivery to the requester node: what became of the packet, and the
+/// completions the QP it reached produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AtRequester {
+    /// What became of the packet.
+    pub arrival: Arrival,
+    /// Completions it caused, matched and checked.
+    pub done: Vec<Done>,
+}
+
+/// What is still held, and the misuses the doubles counted. All zero after
+/// a clean run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Leaks {
+    /// RcvArray entries in use.
+    pub tid_entries: u64,
+    /// TID groups on the used or full lists.
+    pub tid_groups: u64,
+    /// Hardware flows reserved.
+    pub flows: u64,
+    /// QPs on the flow or RcvArray wait queue.
+    pub queued_qps: u64,
+    /// QPs flagged as waiting for TID space.
+    pub waiting_qps: u64,
+    /// QP references beyond each creator's one.
+    pub qp_refs: u64,
+    /// DMA mappings alive.
+    pub dma_mappings: u64,
+    /// Flow-record allocations alive.
+    pub flow_records: u64,
+    /// Memory-region references held.
+    pub mr_refs: u64,
+    /// Memory-region puts of an unknown handle or with no reference left.
+    pub mr_misuses: u64,
+    /// Chip writes outside the context's RcvArray or to a page no buffer
+    /// owns.
+    pub chip_faults: u64,
+    /// Packets an engine sent that did not fit its buffer.
+    pub oversized_packets: u64,
+}
+
+impl Leaks {
+    /// Every count by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        [
+            ("tid_entries", self.tid_entries),
+            ("tid_groups", self.tid_groups),
+            ("flows", self.flows),
+            ("queued_qps", self.queued_qps),
+            ("waiting_qps", self.waiting_qps),
+            ("qp_refs", self.qp_refs),
+            ("dma_mappings", self.dma_mappings),
+            ("flow_records", self.flow_records),
+            ("mr_refs", self.mr_refs),
+            ("mr_misuses", self.mr_misuses),
+            ("chip_faults", self.chip_faults),
+            ("oversized_packets", self.oversized_packets),
+        ]
+        .into_iter()
+    }
+
+    /// The sum of every count.
+    pub fn total(&self) -> u64 {
+        self.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// What [`TwoNodes::teardown`](super::TwoNodes::teardown) left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Teardown {
+    /// The completions the flush produced.
+    pub flushed: Vec<Done>,
+    /// What was still held after it.
+    pub leaks: Leaks,
+}

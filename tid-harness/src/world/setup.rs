@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! How the two nodes are built: what a platform must give ([`Node`]), the
+//! sizes and parameters ([`Setup`]), and the fixed numbering (contexts,
+//! LIDs, QP numbers, R_Keys, regions).
+
+use alloc::boxed::Box;
+
+use hfi1_hal::Psn;
+use hfi1_hal::consts::TID_RDMA_JKEY;
+use hfi1_hal::sim::{SimContext, SimDma, SimRef, SimScheduler};
+use qp_wait::{Qp, WaitPlatform};
+use tid_flow::{FlowPlatform, RcvCtxt};
+use tid_read_proto::opfn::TidParams;
+use tid_read_proto::packet::Path;
+use tid_read_proto::qp::TidQp;
+use tid_read_proto::rc::{Connection, MAX_RD_ATOMIC};
+
+/// The requester node's receive context number.
+pub const REQUESTER_CTXT: u8 = 1;
+/// The responder node's context number (in its OPFN parameters only: a
+/// READ responder receives no TID data).
+pub const RESPONDER_CTXT: u8 = 2;
+/// The requester node's LID.
+pub const REQUESTER_LID: u16 = 1;
+/// The responder node's LID.
+pub const RESPONDER_LID: u16 = 2;
+/// Verbs QP number of requester QP 0 (QP `i` is this plus `i`).
+pub const REQUESTER_QPN: u32 = 0x100;
+/// Verbs QP number of responder QP 0.
+pub const RESPONDER_QPN: u32 = 0x400;
+/// R_Key of QP `i`'s memory region: this plus `i`.
+pub const RKEY_BASE: u32 = 0x5000;
+
+/// First remote address of QP `i`'s memory region.
+pub fn region_base(i: usize) -> u64 {
+    (i as u64).wrapping_add(1) << 40
+}
+
+/// What a platform gives the world: the software chip, its DMA map,
+/// counted QP references and the FIFO scheduler (the world reads them all),
+/// QPs that keep [`TidQp`], and a way to build them and a context.
+pub trait Node: FlowPlatform<Chip = SimContext, Dma = SimDma>
+    + WaitPlatform<Ext = TidQp<Self>, Ref = SimRef<Qp<Self>>, Sched = SimScheduler<SimRef<Qp<Self>>>>
+{
+    /// A connected QP whose lock is ready to use (the returned reference is
+    /// the creator's), or `None` without memory.
+    fn new_qp(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> Option<Self::Ref>;
+
+    /// A receive context on its own software chip with `ngroups` TID
+    /// groups, room for `qp_slots` QPs and flow generations from `seed`
+    /// (or the platform's own randomness), or `None`.
+    fn new_ctxt(ctxt: u32, ngroups: usize, qp_slots: u32, seed: u64) -> Option<Box<RcvCtxt<Self>>>;
+
+    /// Allocations from `mem` (flow records) not yet freed.
+    fn live_allocations(mem: &Self::Mem) -> usize;
+}
+
+/// How the two nodes are built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Setup {
+    /// QP pairs.
+    pub qps: usize,
+    /// TID groups of the requester's receive context.
+    pub groups: usize,
+    /// Path MTU.
+    pub pmtu: u32,
+    /// The responder's segment size (its OPFN `max_len`).
+    pub seg_len: u32,
+    /// Segments of one READ in flight (the responder's OPFN `max_read`).
+    pub max_read: u8,
+    /// Reads the requester keeps outstanding at most.
+    pub max_rd_atomic: u32,
+    /// First IB PSN of every connection, both ways.
+    pub first_psn: Psn,
+    /// Seed of the requester context's flow generations.
+    pub seed: u64,
+    /// Bytes of each responder QP's memory region.
+    pub region_len: u64,
+    /// First page frame of the destination pages.
+    pub first_pfn: u64,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        let p = TidParams::local(RESPONDER_CTXT, TID_RDMA_JKEY, 14, false);
+        Self {
+            qps: 1,
+            groups: 16,
+            pmtu: 4096,
+            seg_len: p.max_len,
+            max_read: p.max_read,
+            max_rd_atomic: MAX_RD_ATOMIC,
+            first_psn: Psn::new(0x10),
+            seed: 1,
+            region_len: 1 << 32,
+            first_pfn: 0x1000,
+        }
+    }
+}
+
+impl Setup {
+    /// The connections of QP pair `i`: the requester's and the responder's.
+    pub fn connections(&self, i: usize) -> (Connection, Connection) {
+        let req_params = TidParams::local(REQUESTER_CTXT, TID_RDMA_JKEY, 14, false);
+        let resp_params = TidParams {
+            max_len: self.seg_len,
+            max_read: self.max_read,
+            ..TidParams::local(RESPONDER_CTXT, TID_RDMA_JKEY, 14, false)
+        };
+        let n = u32::try_from(i).unwrap_or(u32::MAX);
+        let (rq, sq) = (REQUESTER_QPN.wrapping_add(n), RESPONDER_QPN.wrapping_add(n));
+        let requester = Connection {
+            verbs_qpn: rq,
+            remote_verbs_qpn: sq,
+            local: req_params,
+            remote: resp_params,
+            pmtu: self.pmtu,
+            path: Path {
+                dlid: RESPONDER_LID,
+                slid: REQUESTER_LID,
+            },
+            max_rd_atomic: self.max_rd_atomic,
+            remote_read: false,
+        };
+        let responder = Connection {
+            verbs_qpn: sq,
+            remote_verbs_qpn: rq,
+            local: resp_params,
+            remote: req_params,
+            pmtu: self.pmtu,
+            path: Path {
+                dlid: REQUESTER_LID,
+                slid: RESPONDER_LID,
+            },
+            max_rd_atomic: self.max_rd_atomic,
+            remote_read: true,
+        };
+        (requester, responder)
+    }
+}
