@@ -30,11 +30,11 @@ use alloc::boxed::Box;
 
 use hfi1_hal::Psn;
 use hfi1_hal::consts::PAGE_SIZE;
-use hfi1_hal::lock_order::{EXP_LOCK_CLASS, Lock, LockToken, S_LOCK_CLASS, Unlocked};
+use hfi1_hal::lock_order::{EXP_LOCK_CLASS, LockToken, S_LOCK_CLASS, Unlocked};
 use hfi1_hal::sim::{SimContext, SimDma, SimRef, SimScheduler};
-use qp_wait::{DevCounters, Qp, SendState, WaitPlatform};
-use tid_flow::{CtxtParts, FlowPlatform, RcvCtxt};
-use tid_harness::world::{Arrival, AtResponder, Done, Node, Setup, TwoNodes};
+use qp_wait::{DevCounters, Qp};
+use tid_flow::{CtxtParts, RcvCtxt};
+use tid_harness::world::{self, Arrival, AtResponder, Done, Node, Setup, TwoNodes};
 use tid_read_proto::qp::TidQp;
 use tid_read_proto::rc::{Connection, WcStatus};
 
@@ -56,44 +56,25 @@ const RESP_BUDGET: u32 = 8;
 /// Rounds after which a run that has not finished counts as stuck.
 const MAX_STEPS: u64 = 100_000;
 
-/// The READ test's platform: kernel locks and memory, software chip.
-#[derive(Debug)]
-pub enum ReadPlatform {}
+tid_harness::sim_platform! {
+    /// The READ test's platform: kernel locks and memory, software chip.
+    pub enum ReadPlatform {
+        ext: TidQp<ReadPlatform>,
+        lock: KernelSpinLock,
+        mem: KMem,
+        dev: Box<DevCounters>,
+    }
+}
 
 /// A counted reference to one of the test's QPs.
 type RQp = SimRef<Qp<ReadPlatform>>;
-
-impl WaitPlatform for ReadPlatform {
-    type Lock = KernelSpinLock;
-    type Ext = TidQp<ReadPlatform>;
-    type Ref = RQp;
-    type Sched = SimScheduler<RQp>;
-}
-
-impl FlowPlatform for ReadPlatform {
-    type Chip = SimContext;
-    type Dma = SimDma;
-    type Mem = KMem;
-    type Dev = Box<DevCounters>;
-}
 
 impl Node for ReadPlatform {
     /// A QP whose `s_lock` is a kernel spinlock of the QP `s_lock` class
     /// (it needs the registered kernel).
     fn new_qp(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> Option<RQp> {
         let raw = KernelSpinLock::try_new(kernel()?, &S_LOCK_CLASS).ok()?;
-        Some(SimRef::new(Qp::new(
-            qpn,
-            slot,
-            cpu,
-            Lock::with_raw(
-                raw,
-                SendState {
-                    flags: Default::default(),
-                    ext: TidQp::new(conn, psn),
-                },
-            ),
-        )))
+        Some(world::new_qp_with(raw, qpn, slot, cpu, conn, psn))
     }
 
     /// A context on its own software chip, `kmalloc`ed, with generations

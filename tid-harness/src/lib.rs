@@ -14,8 +14,9 @@
 //!   the destination page allocator.
 //! - [`chip`]: a READ_RESP through the software chip's expected receive
 //!   and into the requester.
-//! - `platform` (feature `std`): the software platform (`soft_platform!`,
-//!   `SoftPlatform`) with the lock-order checker.
+//! - [`platform`]: platforms on the software chip ([`sim_platform!`],
+//!   and with feature `std` the ready `SoftPlatform` with the lock-order
+//!   checker).
 //! - `fuzz` (feature `std`): the READ state-machine fuzz targets' input
 //!   interpreter.
 //!
@@ -28,15 +29,8 @@
 //! QP's `s_lock` at a time and the requester context's `exp_lock` inside
 //! it; [`chip::receive_read_resp`] needs the QP's `s_lock` held.
 #![no_std]
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![cfg_attr(not(test), deny(clippy::panic, clippy::indexing_slicing))]
 
 extern crate alloc;
 #[cfg(feature = "std")]
@@ -46,7 +40,6 @@ pub mod chip;
 pub mod doubles;
 #[cfg(feature = "std")]
 pub mod fuzz;
-#[cfg(feature = "std")]
 pub mod platform;
 pub mod world;
 

@@ -1,25 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The software platform (feature `std`): the sim chip, counted QP
-//! references, the FIFO scheduler, identity DMA, counted memory and the
-//! runtime lock-order checker as the lock backend, over any QP state.
+//! Platforms on the software chip: the sim chip, counted QP references
+//! and the FIFO scheduler, with the lock backend, DMA map, memory and
+//! device counters a user picks ([`sim_platform!`](crate::sim_platform)),
+//! and the ready one of the host tests and tid-sim ([`SoftPlatform`],
+//! feature `std`: the runtime lock-order checker as the lock backend,
+//! identity DMA, counted memory).
 //!
 //! A platform names the state its QPs keep under `s_lock`, and for the
 //! READ engines that state ([`TidQp`]) names the platform again, so the
-//! platform cannot be one generic type: [`soft_platform!`](crate::soft_platform) stamps one
-//! out for a given state, lock backend and DMA map. [`SoftPlatform`] is
-//! the READ engines' ([`TidQp`] state, checked locks, [`SimDma`]).
+//! platform cannot be one generic type (proving such a type a
+//! `FlowPlatform` recurses without end): the macro stamps one out.
 
+#[cfg(feature = "std")]
 use alloc::boxed::Box;
 
+#[cfg(feature = "std")]
 use hfi1_hal::Psn;
-use hfi1_hal::lock_order::{Lock, NewRawSpinLock};
+#[cfg(feature = "std")]
+use hfi1_hal::lock_order::NewRawSpinLock;
+#[cfg(feature = "std")]
 use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRef, SimScheduler};
-use qp_wait::{DevCounters, Qp, SendState, WaitPlatform};
+#[cfg(feature = "std")]
+use qp_wait::{DevCounters, Qp, WaitPlatform};
+#[cfg(feature = "std")]
 use tid_flow::{FlowPlatform, RcvCtxt};
-use tid_read_proto::qp::TidQp;
+#[cfg(feature = "std")]
 use tid_read_proto::rc::Connection;
 
-use crate::world::Node;
+#[cfg(doc)]
+use tid_read_proto::qp::TidQp;
 
 #[doc(hidden)]
 pub mod __private {
@@ -27,23 +36,27 @@ pub mod __private {
     pub use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRef, SimScheduler};
     pub use qp_wait::{DevCounters, Qp, WaitPlatform};
     pub use tid_flow::FlowPlatform;
+    #[cfg(feature = "std")]
     pub use tid_flow::sim::SimLock;
 }
 
-/// Defines a software platform: `soft_platform!(pub enum Name { ext:
-/// State })`, optionally with `lock: Backend` (default: the lock-order
-/// checked [`tid_flow::sim::SimLock`]) and `dma: Map` (default
-/// [`SimDma`]). The rest is the sim's: [`SimContext`], [`SimRef`] QP
-/// references, the [`SimScheduler`], [`SimAllocator`] memory and shared
-/// device counters.
+/// Defines a platform on the software chip: `sim_platform!(pub enum Name
+/// { ext: State })`, then optionally, in this order, `lock: Backend`
+/// (default, with feature `std`: the lock-order checked
+/// `tid_flow::sim::SimLock`), `dma: Map` (default `SimDma`), `mem:
+/// Allocator` (default `SimAllocator`) and `dev: Counters` (default
+/// `Arc<DevCounters>`). The chip is `SimContext`, QP references are
+/// `SimRef`s and the scheduler is the `SimScheduler`.
 #[macro_export]
-macro_rules! soft_platform {
+macro_rules! sim_platform {
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident {
             ext: $ext:ty
             $(, lock: $lock:ty)?
             $(, dma: $dma:ty)?
+            $(, mem: $mem:ty)?
+            $(, dev: $dev:ty)?
             $(,)?
         }
     ) => {
@@ -52,7 +65,7 @@ macro_rules! soft_platform {
         $vis enum $name {}
 
         impl $crate::platform::__private::WaitPlatform for $name {
-            type Lock = $crate::soft_platform!(@or $($lock)?; $crate::platform::__private::SimLock);
+            type Lock = $crate::sim_platform!(@or $($lock)?; $crate::platform::__private::SimLock);
             type Ext = $ext;
             type Ref = $crate::platform::__private::SimRef<$crate::platform::__private::Qp<$name>>;
             type Sched = $crate::platform::__private::SimScheduler<
@@ -62,29 +75,33 @@ macro_rules! soft_platform {
 
         impl $crate::platform::__private::FlowPlatform for $name {
             type Chip = $crate::platform::__private::SimContext;
-            type Dma = $crate::soft_platform!(@or $($dma)?; $crate::platform::__private::SimDma);
-            type Mem = $crate::platform::__private::SimAllocator;
-            type Dev = $crate::platform::__private::Arc<$crate::platform::__private::DevCounters>;
+            type Dma = $crate::sim_platform!(@or $($dma)?; $crate::platform::__private::SimDma);
+            type Mem = $crate::sim_platform!(@or $($mem)?; $crate::platform::__private::SimAllocator);
+            type Dev = $crate::sim_platform!(
+                @or $($dev)?;
+                $crate::platform::__private::Arc<$crate::platform::__private::DevCounters>
+            );
         }
     };
     (@or $given:ty; $default:ty) => { $given };
     (@or ; $default:ty) => { $default };
 }
 
-soft_platform! {
+#[cfg(feature = "std")]
+sim_platform! {
     /// The software platform of the READ engines: [`TidQp`] under a
-    /// lock-order checked `s_lock`.
-    pub enum SoftPlatform { ext: TidQp<SoftPlatform> }
+    /// lock-order checked `s_lock`, identity DMA, counted memory.
+    pub enum SoftPlatform { ext: tid_read_proto::qp::TidQp<SoftPlatform> }
 }
 
 /// A counted reference to a QP of [`SoftPlatform`].
+#[cfg(feature = "std")]
 pub type SoftQp = SimRef<Qp<SoftPlatform>>;
 
-/// A new connected QP of [`SoftPlatform`] (the returned reference is its
-/// creator's): verbs number `qpn`, waiter slot `slot`, trigger work on
-/// `cpu`, first PSN `psn` both ways.
+/// A new connected QP of [`SoftPlatform`]: see [`crate::world::new_qp`].
+#[cfg(feature = "std")]
 pub fn new_qp(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> SoftQp {
-    new_qp_for(qpn, slot, cpu, conn, psn)
+    crate::world::new_qp(qpn, slot, cpu, conn, psn)
 }
 
 /// A receive context of [`SoftPlatform`]: see [`new_ctxt_for`].
@@ -92,6 +109,7 @@ pub fn new_qp(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> Soft
 /// # Errors
 ///
 /// As [`RcvCtxt::new`].
+#[cfg(feature = "std")]
 pub fn new_ctxt(
     ctxt: u32,
     ngroups: usize,
@@ -101,31 +119,15 @@ pub fn new_ctxt(
     new_ctxt_for(ctxt, ngroups, qp_slots, seed)
 }
 
-/// [`new_qp`] on any software platform whose QPs keep [`TidQp`].
-pub fn new_qp_for<P>(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> SimRef<Qp<P>>
-where
-    P: FlowPlatform<Ext = TidQp<P>, Ref = SimRef<Qp<P>>>,
-    P::Lock: NewRawSpinLock,
-{
-    SimRef::new(Qp::new(
-        qpn,
-        slot,
-        cpu,
-        Lock::new(SendState {
-            flags: Default::default(),
-            ext: TidQp::new(conn, psn),
-        }),
-    ))
-}
-
 /// A receive context numbered `ctxt` on its own software chip (call log
 /// off), with `ngroups` TID groups at RcvArray index 0, room for
-/// `qp_slots` QPs, flow generations drawn from `seed`, on any software
-/// platform with the sim's DMA map.
+/// `qp_slots` QPs, flow generations drawn from `seed`, on any platform of
+/// the sim's DMA map, memory and device counters.
 ///
 /// # Errors
 ///
 /// As [`RcvCtxt::new`].
+#[cfg(feature = "std")]
 pub fn new_ctxt_for<P>(
     ctxt: u32,
     ngroups: usize,
@@ -145,7 +147,8 @@ where
     tid_flow::sim::new_ctxt_for::<P>(ctxt, 0, ngroups, qp_slots, seed)
 }
 
-impl Node for SoftPlatform {
+#[cfg(feature = "std")]
+impl crate::world::Node for SoftPlatform {
     fn new_qp(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> Option<SoftQp> {
         Some(new_qp(qpn, slot, cpu, conn, psn))
     }

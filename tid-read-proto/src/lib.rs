@@ -29,15 +29,8 @@
 //! `s_lock` and take `exp_lock` only through `tid-flow`; [`qp`]'s table
 //! says which entry point needs and takes what.
 #![cfg_attr(not(test), no_std)]
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![cfg_attr(not(test), deny(clippy::panic, clippy::indexing_slicing))]
 
 extern crate alloc;
 

@@ -16,7 +16,7 @@
 //! |---|---|---|
 //! | [`send_engine`] | nothing (root token) | the QP's `s_lock`, then `exp_lock` |
 //! | [`post_read`], [`timeout`] | the QP's `s_lock` (guard) | nothing |
-//! | [`send_requests`], [`receive_read_resp`], [`receive_ack`], [`flush`] | the QP's `s_lock` (guard) | `exp_lock` |
+//! | [`receive_read_resp`], [`receive_ack`], [`flush`] | the QP's `s_lock` (guard) | `exp_lock` |
 //! | [`receive_read_req`], [`send_responses`] | the QP's `s_lock` (guard) | nothing |
 
 use hfi1_hal::lock_order::{LockToken, Unlocked};
@@ -157,28 +157,7 @@ where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
     let mut g = qp.s_lock.lock(root);
-    send_requests(rcd, qp, &mut g, sink)
-}
-
-/// [`send_engine`] with the `s_lock` already held.
-///
-/// # Locking
-///
-/// The QP's `s_lock` held (`g`); takes `exp_lock` through `tid-flow`.
-///
-/// # Errors
-///
-/// As [`Requester::send_requests`].
-pub fn send_requests<P>(
-    rcd: &RcvCtxt<P>,
-    qp: &P::Ref,
-    g: &mut SGuard<'_, P>,
-    sink: &mut impl PacketSink,
-) -> Result<(), EngineError>
-where
-    P: FlowPlatform<Ext = TidQp<P>>,
-{
-    let p = parts(g);
+    let p = parts(&mut g);
     p.requester.send_requests(rcd, qp, p.locked, p.conn, sink)
 }
 

@@ -132,3 +132,27 @@ pub enum EngineError {
     #[error("packet: {0}")]
     Packet(#[from] PacketError),
 }
+
+/// Declares a struct of `u64` counters that adds up (`AddAssign`: a node's
+/// totals are the sum of its QPs'), each field with its doc.
+macro_rules! counters {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$fmeta:meta])* pub $field:ident,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+        pub struct $name {
+            $($(#[$fmeta])* pub $field: u64,)*
+        }
+
+        impl core::ops::AddAssign for $name {
+            fn add_assign(&mut self, o: Self) {
+                $(self.$field += o.$field;)*
+            }
+        }
+    };
+}
+pub(crate) use counters;

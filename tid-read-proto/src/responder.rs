@@ -39,7 +39,9 @@
 use hfi1_hal::Psn;
 
 use crate::packet::ACK_SYNDROME;
-use crate::rc::{ACK_QUEUE_SIZE, Connection, EngineError, MrTable, PacketSink, SourceData};
+use crate::rc::{
+    ACK_QUEUE_SIZE, Connection, EngineError, MrTable, PacketSink, SourceData, counters,
+};
 use crate::read_req::{self, Accepted, Reject};
 use crate::read_resp::{self, Cursor, RespBuilder};
 use crate::wire::aeth::{self, NakCode};
@@ -60,32 +62,21 @@ struct AckEntry {
     mr: Option<u32>,
 }
 
-/// What the responder counted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RespStats {
-    /// READ_REQs accepted.
-    pub accepted: u64,
-    /// Duplicate READ_REQs that restarted an entry.
-    pub duplicates: u64,
-    /// Duplicate READ_REQs ignored.
-    pub duplicates_ignored: u64,
-    /// NAKs sent.
-    pub naks: u64,
-    /// READ_RESP packets sent.
-    pub packets: u64,
-    /// Segments whose last READ_RESP was sent.
-    pub segments: u64,
-}
-
-impl core::ops::AddAssign for RespStats {
-    /// Adds another QP's counts (a node's totals).
-    fn add_assign(&mut self, o: Self) {
-        self.accepted += o.accepted;
-        self.duplicates += o.duplicates;
-        self.duplicates_ignored += o.duplicates_ignored;
-        self.naks += o.naks;
-        self.packets += o.packets;
-        self.segments += o.segments;
+counters! {
+    /// What the responder counted.
+    pub struct RespStats {
+        /// READ_REQs accepted.
+        pub accepted,
+        /// Duplicate READ_REQs that restarted an entry.
+        pub duplicates,
+        /// Duplicate READ_REQs ignored.
+        pub duplicates_ignored,
+        /// NAKs sent.
+        pub naks,
+        /// READ_RESP packets sent.
+        pub packets,
+        /// Segments whose last READ_RESP was sent.
+        pub segments,
     }
 }
 

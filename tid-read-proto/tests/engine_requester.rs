@@ -218,7 +218,7 @@ impl World {
 /// verbs PSN check and the KDETH generation check, and places nothing.
 ///
 /// Fails without the fix (checked): with the `[s_last_psn, s_psn]` check
-/// taken out of `rcv_read_resp`, the stale middle packet is not dropped
+/// taken out of `receive_read_resp`, the stale middle packet is not dropped
 /// by the verbs PSN check (`psn_dropped` 0, expected 1). The stale last
 /// packet's verbs PSN is `s_last_psn` itself, in range: only the
 /// generation check (the flow left the generation when nothing was in
@@ -316,9 +316,8 @@ fn no_restart_storm_per_late_packet() {
 /// advance their flows: B's packets, placed by the chip while software
 /// checked PSNs, do not complete B; only B's repeated stream does.
 ///
-/// Fails without the fix (checked): with `sw_psn_check` recording a
-/// packet ahead of the expected PSN as placed (this engine's behaviour
-/// before), B's packets are counted (`Counted`, not `Dropped`) the
+/// Fails without the fix (checked): with `check_sw_psn` recording a
+/// packet ahead of the expected PSN as placed, B's packets are counted (`Counted`, not `Dropped`) the
 /// moment they arrive.
 #[test]
 fn later_segments_do_not_advance_after_a_sequence_error() {
@@ -412,7 +411,7 @@ fn software_psn_checking_drops_ahead_and_behind_and_takes_the_next() {
     assert_eq!(w.in_use(), (0, 0));
 }
 
-/// SPEC §5 / issue 5: a sequence error whose flow PSN names no segment
+/// SPEC §5: a sequence error whose flow PSN names no segment
 /// the QP has (its IB PSN in range) means the QP lost track: the request
 /// completes in error, the QP is flushed and everything is released.
 ///

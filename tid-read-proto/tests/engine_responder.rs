@@ -112,6 +112,12 @@ fn send_all(qp: &SoftQp, mrs: &Regions) -> Vec<Vec<u8>> {
     sink.drain().collect()
 }
 
+/// The PSN the responder expects next.
+fn expected_psn(qp: &SoftQp) -> Psn {
+    let mut root = LockToken::root();
+    qp.s_lock.lock(&mut root).ext.responder.expected_psn()
+}
+
 fn nak_of(p: &[u8]) -> Option<(u8, Psn)> {
     match packet::parse(p).unwrap().1 {
         Parsed::Ack { bth, aeth } => Some((aeth.syndrome, bth.psn)),
@@ -140,11 +146,7 @@ fn accepted_request_streams_one_resp_per_page_and_releases_its_mr() {
         assert_eq!(payload[0], pattern(BASE + 4096 * i as u64));
     }
     assert_eq!(mrs.refs(), 0, "released when the entry is sent");
-    let mut root = LockToken::root();
-    assert_eq!(
-        qp.s_lock.lock(&mut root).ext.responder.expected_psn(),
-        Psn::new(108)
-    );
+    assert_eq!(expected_psn(&qp), Psn::new(108));
 }
 
 #[test]
@@ -274,11 +276,7 @@ fn duplicate_restarts_only_from_the_start_with_the_same_length() {
     };
     assert_eq!((bth.psn.get() >> 11, hdr.verbs_psn), (2, Psn::new(100)));
     assert_eq!(mrs.refs(), 0);
-    let mut root = LockToken::root();
-    assert_eq!(
-        qp.s_lock.lock(&mut root).ext.responder.expected_psn(),
-        Psn::new(108)
-    );
+    assert_eq!(expected_psn(&qp), Psn::new(108));
 }
 
 /// SPEC §7: memory-region references are released when ack-queue
@@ -286,7 +284,7 @@ fn duplicate_restarts_only_from_the_start_with_the_same_length() {
 /// and on reuse for an entry that still holds one), and on destroy.
 ///
 /// Fails without the fix (checked): without the release at the last
-/// packet (`send_engine`) and at reuse (`rcv_read_req`), the first
+/// packet (`send_responses`) and at reuse (`receive_read_req`), the first
 /// request already leaves its reference held after it was sent.
 #[test]
 fn mr_references_are_released_on_reuse_and_destroy() {

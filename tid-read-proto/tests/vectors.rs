@@ -61,13 +61,18 @@ fn opfn_line(v: &Value) -> Result<(), String> {
     }
 }
 
-#[test]
-fn opfn_vectors() {
-    let mut t = Tally::new("opfn.jsonl.gz");
-    for (n, v) in load("opfn.jsonl.gz").iter().enumerate() {
-        t.record(n, opfn_line(v));
+/// Checks every line of vector file `name` with `line`.
+fn check_file(name: &'static str, line: impl Fn(&Value) -> Result<(), String>) {
+    let mut t = Tally::new(name);
+    for (n, v) in load(name).iter().enumerate() {
+        t.record(n, line(v));
     }
     t.finish();
+}
+
+#[test]
+fn opfn_vectors() {
+    check_file("opfn.jsonl.gz", opfn_line);
 }
 
 fn read_resp_line(v: &Value) -> Result<(), String> {
@@ -184,9 +189,5 @@ fn through_validation(flow: &RespFlow<'_>, n: usize) -> Result<(), String> {
 
 #[test]
 fn read_resp_kdeth_vectors() {
-    let mut t = Tally::new("read_resp_kdeth.jsonl.gz");
-    for (n, v) in load("read_resp_kdeth.jsonl.gz").iter().enumerate() {
-        t.record(n, read_resp_line(v));
-    }
-    t.finish();
+    check_file("read_resp_kdeth.jsonl.gz", read_resp_line);
 }

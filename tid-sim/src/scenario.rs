@@ -316,12 +316,12 @@ impl<'a, W: Write> Scenario<'a, W> {
             Act::Work => {
                 let ran = self.nodes.run_trigger_work(&mut self.root);
                 self.note_requester_run(ran);
-                self.ship_to_responder();
+                self.ship(true);
             }
             Act::ReqSend => {
                 let ran = self.nodes.run_requester_send(&mut self.root);
                 self.note_requester_run(ran);
-                self.ship_to_responder();
+                self.ship(true);
             }
             Act::RespSend => {
                 if let Some((_, Err(_))) =
@@ -329,7 +329,7 @@ impl<'a, W: Write> Scenario<'a, W> {
                 {
                     self.rep.engine_errors += 1;
                 }
-                self.ship_to_requester();
+                self.ship(false);
             }
             Act::ToResponder => self.deliver_to_responder(),
             Act::ToRequester => self.deliver_to_requester(),
@@ -398,34 +398,21 @@ impl<'a, W: Write> Scenario<'a, W> {
         }
     }
 
-    fn ship_to_responder(&mut self) {
-        ship(
-            &mut self.nodes.to_responders,
-            &mut self.to_responder,
-            Capture {
-                pcap: &mut self.pcap,
-                erf_buf: &mut self.erf_buf,
-                sim_ns: self.clock.ns,
-                interface: 0,
-            },
-            &mut self.rng,
-            &mut self.rep,
-        );
-    }
-
-    fn ship_to_requester(&mut self) {
-        ship(
-            &mut self.nodes.to_requesters,
-            &mut self.to_requester,
-            Capture {
-                pcap: &mut self.pcap,
-                erf_buf: &mut self.erf_buf,
-                sim_ns: self.clock.ns,
-                interface: 1,
-            },
-            &mut self.rng,
-            &mut self.rep,
-        );
+    /// Moves what one node's engines sent onto its link (and into the
+    /// capture): the requester's to the responder or the other way.
+    fn ship(&mut self, from_requester: bool) {
+        let (outbox, link, interface) = if from_requester {
+            (&mut self.nodes.to_responders, &mut self.to_responder, 0)
+        } else {
+            (&mut self.nodes.to_requesters, &mut self.to_requester, 1)
+        };
+        let cap = Capture {
+            pcap: &mut self.pcap,
+            erf_buf: &mut self.erf_buf,
+            sim_ns: self.clock.ns,
+            interface,
+        };
+        ship(outbox, link, cap, &mut self.rng, &mut self.rep);
     }
 
     /// One packet crosses to the responder node.

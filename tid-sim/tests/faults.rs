@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! Scenarios on a faulty fabric (issue 5): drops, duplicates, reordering,
+//! Scenarios on a faulty fabric: drops, duplicates, reordering,
 //! stale replays, each alone and mixed, and a bounded soak. Every byte
 //! must still be verified and nothing left held.
 

@@ -12,6 +12,8 @@ use hfi1_hal::{FlowPsn, Psn};
 use tid_read_proto::packet::{self, Parsed};
 use tid_read_proto::wire::lrh;
 
+use crate::world::Setup;
+
 /// A reader of fuzz bytes that yields zeros once they run out.
 pub struct Input<'a>(&'a [u8]);
 
@@ -61,42 +63,24 @@ impl<'a> Input<'a> {
     }
 }
 
-/// The connection parameters an input picks.
-#[derive(Debug, Clone, Copy)]
-pub struct Config {
-    /// Requester QPs (and their peers): 1 or 2.
-    pub qps: usize,
-    /// TID groups of the requester's context: 1..=4.
-    pub groups: usize,
-    /// Path MTU.
-    pub pmtu: u32,
-    /// The responder's segment size (its OPFN `max_len`).
-    pub seg_len: u32,
-    /// Segments of one READ in flight (OPFN `max_read`).
-    pub max_read: u8,
-    /// Reads outstanding at the peer.
-    pub max_rd_atomic: u32,
-    /// First IB PSN of both directions (sometimes just before the wrap).
-    pub first_psn: Psn,
-    /// Seed of the context's flow generations.
-    pub seed: u64,
-}
-
-impl Config {
-    /// Reads a configuration from the first bytes of an input.
-    pub fn read(inp: &mut Input<'_>) -> Self {
-        let a = inp.u8();
-        let b = inp.u8();
-        Self {
-            qps: 1 + usize::from(a & 1),
-            groups: 1 + usize::from((a >> 1) & 3),
-            pmtu: if a & 8 != 0 { 8192 } else { 4096 },
-            seg_len: [4096, 8192, 16384, 256 * 1024][usize::from((a >> 4) & 3)],
-            max_read: 1 + b % 6,
-            max_rd_atomic: 1 + u32::from(b >> 3) % 16,
-            first_psn: Psn::new(if a & 0x40 != 0 { 0x7FFF_FFF8 } else { 0x10 }),
-            seed: u64::from(a >> 7) | u64::from(b) << 1,
-        }
+/// The two nodes an input picks with its first two bytes: 1 or 2 QP
+/// pairs, 1..=4 TID groups, either MTU, the responder's segment size
+/// (its OPFN `max_len`: 4, 8, 16 or 256 KiB) and `max_read` (1..=6),
+/// `max_rd_atomic` (1..=16), a first PSN sometimes just before the wrap,
+/// and the seed of the flow generations.
+pub fn read_setup(inp: &mut Input<'_>) -> Setup {
+    let a = inp.u8();
+    let b = inp.u8();
+    Setup {
+        qps: 1 + usize::from(a & 1),
+        groups: 1 + usize::from((a >> 1) & 3),
+        pmtu: if a & 8 != 0 { 8192 } else { 4096 },
+        seg_len: [4096, 8192, 16384, 256 * 1024][usize::from((a >> 4) & 3)],
+        max_read: 1 + b % 6,
+        max_rd_atomic: 1 + u32::from(b >> 3) % 16,
+        first_psn: Psn::new(if a & 0x40 != 0 { 0x7FFF_FFF8 } else { 0x10 }),
+        seed: u64::from(a >> 7) | u64::from(b) << 1,
+        ..Setup::default()
     }
 }
 

@@ -47,10 +47,10 @@ use hfi1_hal::lock_order::LockToken;
 use tid_read_proto::rc::{EngineError, WcStatus};
 use tid_read_proto::wire::aeth::NakCode;
 
-pub use input::{Config, Input, describe, mutated, pick};
+pub use input::{Input, describe, mutated, pick, read_setup};
 
 use crate::platform::SoftPlatform;
-use crate::world::{Arrival, AtResponder, Done, Setup, TwoNodes};
+use crate::world::{Arrival, AtResponder, Done, Ran, Setup, TwoNodes};
 
 /// Which packets besides the real ones the schedule may inject.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +108,7 @@ const IDLE_FIRES: u32 = 40;
 /// The two nodes, the queues between them and the bookkeeping.
 struct World {
     mode: Mode,
-    cfg: Config,
+    cfg: Setup,
     nodes: TwoNodes<SoftPlatform>,
     to_resp: VecDeque<Vec<u8>>,
     to_req: VecDeque<Vec<u8>>,
@@ -134,22 +134,11 @@ struct World {
 
 impl World {
     /// Builds both nodes for `cfg`.
-    fn new(mode: Mode, cfg: Config) -> Self {
-        let setup = Setup {
-            qps: cfg.qps,
-            groups: cfg.groups,
-            pmtu: cfg.pmtu,
-            seg_len: cfg.seg_len,
-            max_read: cfg.max_read,
-            max_rd_atomic: cfg.max_rd_atomic,
-            first_psn: cfg.first_psn,
-            seed: cfg.seed,
-            ..Setup::default()
-        };
+    fn new(mode: Mode, cfg: Setup) -> Self {
         Self {
             mode,
             cfg,
-            nodes: TwoNodes::new(setup).expect("both nodes"),
+            nodes: TwoNodes::new(cfg).expect("both nodes"),
             to_resp: VecDeque::new(),
             to_req: VecDeque::new(),
             sent_by_req: VecDeque::new(),
@@ -213,23 +202,23 @@ impl World {
 
     /// Runs one scheduled requester send engine. False if none was due.
     fn req_send(&mut self) -> bool {
-        let Some(r) = self.nodes.run_requester_send(&mut LockToken::root()) else {
-            return false;
-        };
-        if let Err(e) = r.result {
-            panic!("requester send engine failed: {e}");
-        }
-        self.ship(true);
-        true
+        let ran = self.nodes.run_requester_send(&mut LockToken::root());
+        self.after_requester(ran, "requester send engine")
     }
 
     /// Runs one queued trigger work item (a wake-up). False if none.
     fn req_work(&mut self) -> bool {
-        let Some(r) = self.nodes.run_trigger_work(&mut LockToken::root()) else {
+        let ran = self.nodes.run_trigger_work(&mut LockToken::root());
+        self.after_requester(ran, "requester send engine (woken)")
+    }
+
+    /// Checks a requester engine run and ships what it sent.
+    fn after_requester(&mut self, ran: Option<Ran>, what: &str) -> bool {
+        let Some(r) = ran else {
             return false;
         };
         if let Err(e) = r.result {
-            panic!("requester send engine (woken) failed: {e}");
+            panic!("{what} failed: {e}");
         }
         self.ship(true);
         true
@@ -263,7 +252,7 @@ impl World {
             Arrival::ReadResp { verdict, .. } => {
                 self.sum.delivered += 1;
                 if let Some(Err(e)) = verdict {
-                    panic!("rcv_read_resp failed: {e}");
+                    panic!("receive_read_resp failed: {e}");
                 }
             }
             Arrival::Ack { aeth, .. } => {
@@ -545,7 +534,7 @@ impl World {
 /// Runs one fuzz input in `mode`.
 pub fn run(mode: Mode, data: &[u8]) -> Summary {
     let mut inp = Input::new(data);
-    let cfg = Config::read(&mut inp);
+    let cfg = read_setup(&mut inp);
     let mut w = World::new(mode, cfg);
     for i in 0..cfg.qps {
         let n = 1 + inp.below(2);

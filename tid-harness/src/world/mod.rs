@@ -15,8 +15,7 @@ mod setup;
 
 pub use outcome::{Arrival, AtRequester, AtResponder, Done, Leaks, Posted, Ran, Teardown};
 pub use setup::{
-    Node, REQUESTER_CTXT, REQUESTER_LID, REQUESTER_QPN, RESPONDER_CTXT, RESPONDER_LID,
-    RESPONDER_QPN, RKEY_BASE, Setup, region_base,
+    Node, Numbering, REQUESTER, RESPONDER, RKEY_BASE, Setup, new_qp, new_qp_with, region_base,
 };
 
 use alloc::boxed::Box;
@@ -83,7 +82,7 @@ impl<P: Node> TwoNodes<P> {
     /// Builds both nodes, or `None` without memory.
     pub fn new(setup: Setup) -> Option<Self> {
         let slots = u32::try_from(setup.qps).ok()?;
-        let rcd = P::new_ctxt(u32::from(REQUESTER_CTXT), setup.groups, slots, setup.seed)?;
+        let rcd = P::new_ctxt(u32::from(REQUESTER.ctxt), setup.groups, slots, setup.seed)?;
         let mut requesters = Vec::new();
         let mut responders = Vec::new();
         let mut regions = Regions::new();
@@ -206,7 +205,7 @@ impl<P: Node> TwoNodes<P> {
 
     /// The requester index of a requester QP reference.
     fn requester_index(qp: &P::Ref) -> usize {
-        qp.qpn().wrapping_sub(REQUESTER_QPN) as usize
+        qp.qpn().wrapping_sub(REQUESTER.qpn) as usize
     }
 
     /// Action 1a: runs the oldest trigger work item (a wake-up: the QP's
@@ -271,7 +270,7 @@ impl<P: Node> TwoNodes<P> {
             Ok(_) => return AtResponder::Unexpected,
             Err(e) => return AtResponder::Unparsable(e),
         };
-        let i = hdr.verbs_qp.wrapping_sub(RESPONDER_QPN) as usize;
+        let i = hdr.verbs_qp.wrapping_sub(RESPONDER.qpn) as usize;
         let Some(qp) = self.responders.get(i) else {
             return AtResponder::NoSuchQp;
         };
@@ -378,8 +377,8 @@ impl<P: Node> TwoNodes<P> {
             Err(e) => return Arrival::Unparsable(e),
         };
         let i = match p {
-            Parsed::ReadResp { hdr, .. } => hdr.verbs_qp.wrapping_sub(REQUESTER_QPN),
-            Parsed::Ack { bth, .. } => bth.dest_qp.wrapping_sub(REQUESTER_QPN),
+            Parsed::ReadResp { hdr, .. } => hdr.verbs_qp.wrapping_sub(REQUESTER.qpn),
+            Parsed::Ack { bth, .. } => bth.dest_qp.wrapping_sub(REQUESTER.qpn),
             Parsed::ReadReq { .. } => return Arrival::Unexpected,
         } as usize;
         let Some(qp) = self.requesters.get(i) else {

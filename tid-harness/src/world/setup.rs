@@ -1,33 +1,47 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! How the two nodes are built: what a platform must give ([`Node`]), the
-//! sizes and parameters ([`Setup`]), and the fixed numbering (contexts,
-//! LIDs, QP numbers, R_Keys, regions).
+//! sizes and parameters ([`Setup`]), and the fixed numbering ([`REQUESTER`],
+//! [`RESPONDER`], R_Keys, regions).
 
 use alloc::boxed::Box;
 
 use hfi1_hal::Psn;
 use hfi1_hal::consts::TID_RDMA_JKEY;
+use hfi1_hal::lock_order::{Lock, LockLevel, NewRawSpinLock, SLock};
 use hfi1_hal::sim::{SimContext, SimDma, SimRef, SimScheduler};
-use qp_wait::{Qp, WaitPlatform};
+use qp_wait::{Qp, SendState, WaitPlatform};
 use tid_flow::{FlowPlatform, RcvCtxt};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::Path;
 use tid_read_proto::qp::TidQp;
 use tid_read_proto::rc::{Connection, MAX_RD_ATOMIC};
 
-/// The requester node's receive context number.
-pub const REQUESTER_CTXT: u8 = 1;
-/// The responder node's context number (in its OPFN parameters only: a
-/// READ responder receives no TID data).
-pub const RESPONDER_CTXT: u8 = 2;
-/// The requester node's LID.
-pub const REQUESTER_LID: u16 = 1;
-/// The responder node's LID.
-pub const RESPONDER_LID: u16 = 2;
-/// Verbs QP number of requester QP 0 (QP `i` is this plus `i`).
-pub const REQUESTER_QPN: u32 = 0x100;
-/// Verbs QP number of responder QP 0.
-pub const RESPONDER_QPN: u32 = 0x400;
+/// The numbers a node goes by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Numbering {
+    /// Its receive context (the responder's only in its OPFN parameters:
+    /// a READ responder receives no TID data).
+    pub ctxt: u8,
+    /// Its LID.
+    pub lid: u16,
+    /// Verbs QP number of its QP 0 (QP `i` is this plus `i`).
+    pub qpn: u32,
+}
+
+/// The requester node's numbers.
+pub const REQUESTER: Numbering = Numbering {
+    ctxt: 1,
+    lid: 1,
+    qpn: 0x100,
+};
+
+/// The responder node's numbers.
+pub const RESPONDER: Numbering = Numbering {
+    ctxt: 2,
+    lid: 2,
+    qpn: 0x400,
+};
+
 /// R_Key of QP `i`'s memory region: this plus `i`.
 pub const RKEY_BASE: u32 = 0x5000;
 
@@ -53,6 +67,39 @@ pub trait Node: FlowPlatform<Chip = SimContext, Dma = SimDma>
 
     /// Allocations from `mem` (flow records) not yet freed.
     fn live_allocations(mem: &Self::Mem) -> usize;
+}
+
+/// A new connected QP on any platform whose QPs keep [`TidQp`] under a
+/// lock that builds itself (the returned reference is its creator's):
+/// verbs number `qpn`, waiter slot `slot`, trigger work on `cpu`, first
+/// PSN `psn` both ways.
+pub fn new_qp<P>(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> SimRef<Qp<P>>
+where
+    P: FlowPlatform + WaitPlatform<Ext = TidQp<P>>,
+    P::Lock: NewRawSpinLock,
+{
+    let raw = P::Lock::new_with_class(SLock::class());
+    new_qp_with(raw, qpn, slot, cpu, conn, psn)
+}
+
+/// [`new_qp`] with its `s_lock` already built (a kernel spinlock needs the
+/// registered kernel to be made).
+pub fn new_qp_with<P>(
+    raw: P::Lock,
+    qpn: u32,
+    slot: u32,
+    cpu: u32,
+    conn: Connection,
+    psn: Psn,
+) -> SimRef<Qp<P>>
+where
+    P: FlowPlatform + WaitPlatform<Ext = TidQp<P>>,
+{
+    let state = SendState {
+        flags: Default::default(),
+        ext: TidQp::new(conn, psn),
+    };
+    SimRef::new(Qp::new(qpn, slot, cpu, Lock::with_raw(raw, state)))
 }
 
 /// How the two nodes are built.
@@ -82,7 +129,7 @@ pub struct Setup {
 
 impl Default for Setup {
     fn default() -> Self {
-        let p = TidParams::local(RESPONDER_CTXT, TID_RDMA_JKEY, 14, false);
+        let p = TidParams::local(RESPONDER.ctxt, TID_RDMA_JKEY, 14, false);
         Self {
             qps: 1,
             groups: 16,
@@ -101,14 +148,14 @@ impl Default for Setup {
 impl Setup {
     /// The connections of QP pair `i`: the requester's and the responder's.
     pub fn connections(&self, i: usize) -> (Connection, Connection) {
-        let req_params = TidParams::local(REQUESTER_CTXT, TID_RDMA_JKEY, 14, false);
+        let req_params = TidParams::local(REQUESTER.ctxt, TID_RDMA_JKEY, 14, false);
         let resp_params = TidParams {
             max_len: self.seg_len,
             max_read: self.max_read,
-            ..TidParams::local(RESPONDER_CTXT, TID_RDMA_JKEY, 14, false)
+            ..TidParams::local(RESPONDER.ctxt, TID_RDMA_JKEY, 14, false)
         };
         let n = u32::try_from(i).unwrap_or(u32::MAX);
-        let (rq, sq) = (REQUESTER_QPN.wrapping_add(n), RESPONDER_QPN.wrapping_add(n));
+        let (rq, sq) = (REQUESTER.qpn.wrapping_add(n), RESPONDER.qpn.wrapping_add(n));
         let requester = Connection {
             verbs_qpn: rq,
             remote_verbs_qpn: sq,
@@ -116,8 +163,8 @@ impl Setup {
             remote: resp_params,
             pmtu: self.pmtu,
             path: Path {
-                dlid: RESPONDER_LID,
-                slid: REQUESTER_LID,
+                dlid: RESPONDER.lid,
+                slid: REQUESTER.lid,
             },
             max_rd_atomic: self.max_rd_atomic,
             remote_read: false,
@@ -129,8 +176,8 @@ impl Setup {
             remote: req_params,
             pmtu: self.pmtu,
             path: Path {
-                dlid: REQUESTER_LID,
-                slid: RESPONDER_LID,
+                dlid: REQUESTER.lid,
+                slid: RESPONDER.lid,
             },
             max_rd_atomic: self.max_rd_atomic,
             remote_read: true,

@@ -2,17 +2,12 @@
 //! BTH parse -> emit round trip.
 #![no_main]
 
+mod common;
+
+use common::round_trip;
 use libfuzzer_sys::fuzz_target;
-use tid_read_proto::wire::bth::{HEADER_LEN, Packet, Repr};
+use tid_read_proto::wire::bth;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(p) = Packet::new_checked(data) else {
-        return;
-    };
-    let Ok(r) = Repr::parse(&p) else { return };
-    let mut out = data.to_vec();
-    out[..HEADER_LEN].fill(0);
-    r.emit(&mut Packet::new_unchecked(&mut out[..]))
-        .expect("a parsed BTH emits");
-    assert_eq!(out, data);
+    round_trip!(bth::Packet, data, 0, "BTH");
 });

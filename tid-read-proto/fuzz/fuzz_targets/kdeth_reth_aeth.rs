@@ -3,27 +3,16 @@
 //! payload view.
 #![no_main]
 
+mod common;
+
+use common::round_trip;
 use libfuzzer_sys::fuzz_target;
 use tid_read_proto::wire::{aeth, kdeth, reth, tid_entries};
 
-macro_rules! round_trip {
-    ($m:ident, $data:expr) => {
-        if let Ok(p) = $m::Packet::new_checked($data) {
-            if let Ok(r) = $m::Repr::parse(&p) {
-                let mut out = $data.to_vec();
-                out[..$m::HEADER_LEN].fill(0);
-                r.emit(&mut $m::Packet::new_unchecked(&mut out[..]))
-                    .expect("emits");
-                assert_eq!(&out[..], $data);
-            }
-        }
-    };
-}
-
 fuzz_target!(|data: &[u8]| {
-    round_trip!(kdeth, data);
-    round_trip!(reth, data);
-    round_trip!(aeth, data);
+    round_trip!(kdeth::Packet, data, 0, "KDETH");
+    round_trip!(reth::Packet, data, 0, "RETH");
+    round_trip!(aeth::Packet, data, 0, "AETH");
     if let Ok(e) = tid_entries::Entries::new_checked(data) {
         let v: Vec<_> = e.iter().collect();
         assert_eq!(v.len(), e.len());

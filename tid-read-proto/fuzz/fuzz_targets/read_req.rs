@@ -2,18 +2,15 @@
 //! READ_REQ header parse -> emit round trip; the payload is left as is.
 #![no_main]
 
+mod common;
+
+use common::round_trip;
 use libfuzzer_sys::fuzz_target;
-use tid_read_proto::wire::read_req::{HEADER_LEN, Packet, Repr};
+use tid_read_proto::wire::read_req;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(p) = Packet::new_checked(data) else {
-        return;
-    };
-    let _ = p.tid_entries().iter().count();
-    let Ok(r) = Repr::parse(&p) else { return };
-    let mut out = data.to_vec();
-    out[..HEADER_LEN].fill(0);
-    r.emit(&mut Packet::new_unchecked(&mut out[..]))
-        .expect("a parsed READ_REQ emits");
-    assert_eq!(out, data);
+    round_trip!(read_req::Packet, data, 0, "READ_REQ", |p| p
+        .tid_entries()
+        .iter()
+        .count());
 });

@@ -2,17 +2,12 @@
 //! READ_RESP header parse -> emit round trip; the data is left as is.
 #![no_main]
 
+mod common;
+
+use common::round_trip;
 use libfuzzer_sys::fuzz_target;
-use tid_read_proto::wire::read_resp::{HEADER_LEN, Packet, Repr};
+use tid_read_proto::wire::read_resp;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(p) = Packet::new_checked(data) else {
-        return;
-    };
-    let Ok(r) = Repr::parse(&p) else { return };
-    let mut out = data.to_vec();
-    out[..HEADER_LEN].fill(0xFF);
-    r.emit(&mut Packet::new_unchecked(&mut out[..]))
-        .expect("a parsed READ_RESP emits");
-    assert_eq!(out, data);
+    round_trip!(read_resp::Packet, data, 0xFF, "READ_RESP");
 });

@@ -77,7 +77,7 @@ pub use recv::{AckVerdict, ChipFlow, KdethError, RespVerdict};
 
 use queue::{AckWindow, SendQueue};
 
-use crate::rc::{Completion, Connection, EngineError, SQ_SIZE, WcStatus};
+use crate::rc::{Completion, Connection, EngineError, SQ_SIZE, WcStatus, counters};
 
 /// One RDMA READ work request as posted.
 #[derive(Debug, Clone, Copy)]
@@ -200,87 +200,60 @@ impl<P: FlowPlatform> WorkRequest<P> {
     }
 }
 
-/// What the requester counted.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReqStats {
-    /// READ requests started.
-    pub requests: u64,
-    /// Segments set up and requested.
-    pub segments: u64,
-    /// Segments completed.
-    pub segments_done: u64,
-    /// Setups that had to wait for RcvArray space.
-    pub tid_waits: u64,
-    /// Setups that had to wait for a hardware flow.
-    pub flow_waits: u64,
-    /// SYNC points passed (flow cleared to move to a new generation).
-    pub syncs: u64,
-    /// READ_REQ packets sent.
-    pub read_reqs: u64,
-    /// READ_RESPs delivered to software that matched no segment end.
-    pub resp_dropped: u64,
-    /// READ_RESPs the chip flagged with a KDETH error.
-    pub kdeth_errors: u64,
-    /// NAKs received.
-    pub naks: u64,
-    /// Setups refused for memory (DMA mapping, flow records).
-    pub no_memory: u64,
-    /// READ_REQs sent again after a restart.
-    pub retransmits: u64,
-    /// Restarts (in-flight segments requested again).
-    pub restarts: u64,
-    /// Retry-timer expiries that found segments outstanding.
-    pub timeouts: u64,
-    /// READ_RESPs of a stale generation (dropped by the chip's check).
-    pub stale_dropped: u64,
-    /// READ_RESPs with a TID error (dropped).
-    pub tid_dropped: u64,
-    /// READ_RESPs with a flow sequence error (placed by the chip, counted
-    /// by software).
-    pub seq_errors: u64,
-    /// READ_RESPs whose IB PSN and flow PSN named no segment in flight,
-    /// or whose IB PSN was outside `[s_last_psn, s_psn]`.
-    pub psn_dropped: u64,
-    /// Restarts asked for by a flow sequence error (at most one per error
-    /// episode).
-    pub seq_restarts: u64,
-    /// Sequence-error READ_RESPs that software PSN checking dropped: ahead
-    /// of or behind the next expected flow PSN, or the first one of an
-    /// episode.
-    pub sw_dropped: u64,
-    /// Sequence-error READ_RESPs of a segment that already completed (a
-    /// late copy): dropped.
-    pub late_dropped: u64,
-    /// Sequence-error READ_RESPs that named no segment at all: the QP lost
-    /// track of its requests and went to the error state.
-    pub flow_not_found: u64,
-}
-
-impl core::ops::AddAssign for ReqStats {
-    /// Adds another QP's counts (a node's totals).
-    fn add_assign(&mut self, o: Self) {
-        self.requests += o.requests;
-        self.segments += o.segments;
-        self.segments_done += o.segments_done;
-        self.tid_waits += o.tid_waits;
-        self.flow_waits += o.flow_waits;
-        self.syncs += o.syncs;
-        self.read_reqs += o.read_reqs;
-        self.resp_dropped += o.resp_dropped;
-        self.kdeth_errors += o.kdeth_errors;
-        self.naks += o.naks;
-        self.no_memory += o.no_memory;
-        self.retransmits += o.retransmits;
-        self.restarts += o.restarts;
-        self.timeouts += o.timeouts;
-        self.stale_dropped += o.stale_dropped;
-        self.tid_dropped += o.tid_dropped;
-        self.seq_errors += o.seq_errors;
-        self.psn_dropped += o.psn_dropped;
-        self.seq_restarts += o.seq_restarts;
-        self.sw_dropped += o.sw_dropped;
-        self.late_dropped += o.late_dropped;
-        self.flow_not_found += o.flow_not_found;
+counters! {
+    /// What the requester counted.
+    pub struct ReqStats {
+        /// READ requests started.
+        pub requests,
+        /// Segments set up and requested.
+        pub segments,
+        /// Segments completed.
+        pub segments_done,
+        /// Setups that had to wait for RcvArray space.
+        pub tid_waits,
+        /// Setups that had to wait for a hardware flow.
+        pub flow_waits,
+        /// SYNC points passed (flow cleared to move to a new generation).
+        pub syncs,
+        /// READ_REQ packets sent.
+        pub read_reqs,
+        /// READ_RESPs delivered to software that matched no segment end.
+        pub resp_dropped,
+        /// READ_RESPs the chip flagged with a KDETH error.
+        pub kdeth_errors,
+        /// NAKs received.
+        pub naks,
+        /// Setups refused for memory (DMA mapping, flow records).
+        pub no_memory,
+        /// READ_REQs sent again after a restart.
+        pub retransmits,
+        /// Restarts (in-flight segments requested again).
+        pub restarts,
+        /// Retry-timer expiries that found segments outstanding.
+        pub timeouts,
+        /// READ_RESPs of a stale generation (dropped by the chip's check).
+        pub stale_dropped,
+        /// READ_RESPs with a TID error (dropped).
+        pub tid_dropped,
+        /// READ_RESPs with a flow sequence error (placed by the chip, counted
+        /// by software).
+        pub seq_errors,
+        /// READ_RESPs whose IB PSN and flow PSN named no segment in flight,
+        /// or whose IB PSN was outside `[s_last_psn, s_psn]`.
+        pub psn_dropped,
+        /// Restarts asked for by a flow sequence error (at most one per error
+        /// episode).
+        pub seq_restarts,
+        /// Sequence-error READ_RESPs that software PSN checking dropped: ahead
+        /// of or behind the next expected flow PSN, or the first one of an
+        /// episode.
+        pub sw_dropped,
+        /// Sequence-error READ_RESPs of a segment that already completed (a
+        /// late copy): dropped.
+        pub late_dropped,
+        /// Sequence-error READ_RESPs that named no segment at all: the QP lost
+        /// track of its requests and went to the error state.
+        pub flow_not_found,
     }
 }
 
