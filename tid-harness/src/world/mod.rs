@@ -363,29 +363,35 @@ impl<P: Node> TwoNodes<P> {
         bytes: &[u8],
         root: &mut LockToken<'_, Unlocked>,
     ) -> AtRequester {
-        let arrival = self.arrive(bytes, root);
+        let (arrival, taken) = self.arrive(bytes, root);
         let done = match arrival.qp() {
-            Some(i) => self.poll(i, root),
+            Some(i) => taken.into_iter().map(|c| self.finish(i, c)).collect(),
             None => Vec::new(),
         };
         AtRequester { arrival, done }
     }
 
-    fn arrive(&mut self, bytes: &[u8], root: &mut LockToken<'_, Unlocked>) -> Arrival {
+    /// The packet reaches its QP, whose completions are taken under the
+    /// same `s_lock`.
+    fn arrive(
+        &mut self,
+        bytes: &[u8],
+        root: &mut LockToken<'_, Unlocked>,
+    ) -> (Arrival, Vec<Completion>) {
         let p = match packet::parse(bytes) {
             Ok((_, p)) => p,
-            Err(e) => return Arrival::Unparsable(e),
+            Err(e) => return (Arrival::Unparsable(e), Vec::new()),
         };
         let i = match p {
             Parsed::ReadResp { hdr, .. } => hdr.verbs_qp.wrapping_sub(REQUESTER.qpn),
             Parsed::Ack { bth, .. } => bth.dest_qp.wrapping_sub(REQUESTER.qpn),
-            Parsed::ReadReq { .. } => return Arrival::Unexpected,
+            Parsed::ReadReq { .. } => return (Arrival::Unexpected, Vec::new()),
         } as usize;
         let Some(qp) = self.requesters.get(i) else {
-            return Arrival::NoSuchQp;
+            return (Arrival::NoSuchQp, Vec::new());
         };
         let mut g = qp.s_lock.lock(root);
-        match p {
+        let arrival = match p {
             Parsed::ReadResp { bth, hdr, payload } => {
                 let pkt = Arriving {
                     dest_qp: bth.dest_qp,
@@ -406,7 +412,12 @@ impl<P: Node> TwoNodes<P> {
                 Arrival::Ack { qp: i, aeth }
             }
             Parsed::ReadReq { .. } => Arrival::Unexpected,
+        };
+        let mut taken = Vec::new();
+        while let Some(c) = g.ext.requester.poll() {
+            taken.push(c);
         }
+        (arrival, taken)
     }
 
     /// Takes requester `i`'s completions: each is matched with its READ,
