@@ -126,17 +126,7 @@ pub(crate) fn frame(
 /// [`crate::read_resp::write_packet`] under its old name, for the callers
 /// in `wire` (a `wire::class` test).
 #[doc(hidden)]
-pub fn build_read_resp(
-    buf: &mut [u8],
-    path: Path,
-    dest_qp: u32,
-    psn: Psn,
-    hdr: &read_resp::Repr,
-    payload_len: usize,
-    payload: impl FnOnce(&mut [u8]) -> bool,
-) -> Result<usize, PacketError> {
-    crate::read_resp::write_packet(buf, path, dest_qp, psn, hdr, payload_len, payload)
-}
+pub use crate::read_resp::write_packet as build_read_resp;
 
 /// Builds an RC ACK or NAK (BTH + AETH) to `dest_qp` with PSN `psn`.
 /// Kernel: `hfi1_send_rc_ack()` / `make_rc_ack()`.
