@@ -414,10 +414,11 @@ impl<P: FlowPlatform> Requester<P> {
         }
         let page = u64::from(PAGE_SIZE);
         let aligned = |s: &Sge| s.length != 0 && s.vaddr % page == 0 && s.length % PAGE_SIZE == 0;
-        if !wr.sges.iter().all(aligned) {
-            return Err(EngineError::BadSgl);
-        }
-        let total: u64 = wr.sges.iter().map(|s| u64::from(s.length)).sum();
+        let total = wr
+            .sges
+            .iter()
+            .try_fold(0u64, |t, s| aligned(s).then(|| t + u64::from(s.length)))
+            .ok_or(EngineError::BadSgl)?;
         let length = u32::try_from(total).map_err(|_| EngineError::BadSgl)?;
         if length == 0 {
             return Err(EngineError::BadSgl);
