@@ -26,10 +26,10 @@ const KDETH0_END: usize = KDETH0 + kdeth::HEADER_LEN / 2;
 pub enum Class {
     /// A TID RDMA READ_REQ.
     ReadReq,
-    /// A TID RDMA READ_RESP with SH clear: not the last of its segment
-    /// (the chip places it without a header).
+    /// A TID RDMA READ_RESP with SH set: not the last of its segment
+    /// (the chip places it and suppresses its header).
     ReadRespMiddle,
-    /// A TID RDMA READ_RESP with SH set: the last of its segment, whose
+    /// A TID RDMA READ_RESP with SH clear: the last of its segment, whose
     /// header the chip delivers.
     ReadRespLast,
     /// An RC ACK or NAK.
@@ -53,9 +53,9 @@ pub fn classify(packet: &[u8]) -> Class {
         Some(OP_TID_RDMA_READ_RESP) => match packet.get(KDETH0..KDETH0_END) {
             Some(&[a, b, c, d]) => {
                 if Kdeth0::from_raw(u32::from_le_bytes([a, b, c, d])).sh() {
-                    Class::ReadRespLast
-                } else {
                     Class::ReadRespMiddle
+                } else {
+                    Class::ReadRespLast
                 }
             }
             _ => Class::Other,
@@ -79,9 +79,9 @@ mod tests {
             Ok((_, Parsed::ReadReq { .. })) => Class::ReadReq,
             Ok((_, Parsed::ReadResp { hdr, .. })) => {
                 if hdr.kdeth.kdeth0.sh() {
-                    Class::ReadRespLast
-                } else {
                     Class::ReadRespMiddle
+                } else {
+                    Class::ReadRespLast
                 }
             }
             Ok((_, Parsed::Ack { .. })) => Class::Ack,
@@ -120,7 +120,7 @@ mod tests {
 
     #[test]
     fn built_packets_classify_as_they_parse() {
-        for (sh, want) in [(false, Class::ReadRespMiddle), (true, Class::ReadRespLast)] {
+        for (sh, want) in [(true, Class::ReadRespMiddle), (false, Class::ReadRespLast)] {
             for payload in [0, 64, 4096] {
                 let p = read_resp(sh, payload);
                 assert_eq!(classify(&p), want);
@@ -137,6 +137,64 @@ mod tests {
         assert_eq!(by_parse(&buf[..n]), Class::Ack);
     }
 
+    /// The responder's own builder decides which packet ends a segment;
+    /// every packet it builds must sort the same way (a mapping shared
+    /// by `classify` and `by_parse` cannot hide an inversion here).
+    #[test]
+    fn a_built_segment_is_middles_then_one_last() {
+        use crate::read_resp::{RespBuilder, RespFlow};
+        use hfi1_hal::{Generation, TidCtrl, TidEntry};
+        let entries = [
+            TidEntry::new(0, TidCtrl::Pair, 2).unwrap(),
+            TidEntry::new(1, TidCtrl::Even, 1).unwrap(),
+        ];
+        let mut b = RespBuilder::new(&RespFlow {
+            entries: &entries,
+            length: 3 * 4096,
+            pmtu: 4096,
+            spsn: 0,
+            generation: Generation::new(5).unwrap(),
+            ib_spsn: Psn::new(10),
+            jkey: 32,
+            urg: false,
+        });
+        let mut classes = Vec::new();
+        while let Ok(pkt) = b.next_packet() {
+            let mut hdr = read_resp::Repr::default();
+            hdr.kdeth.kdeth0 = pkt.kdeth0;
+            hdr.kdeth.kdeth1 = pkt.kdeth1;
+            let mut buf = vec![0u8; packet::MAX_PACKET];
+            let n = packet::build_read_resp(
+                &mut buf,
+                Path::default(),
+                0x80_0801,
+                Psn::new(pkt.bth_psn.raw()),
+                &hdr,
+                pkt.len as usize,
+                |o| {
+                    o.fill(0);
+                    true
+                },
+            )
+            .unwrap();
+            let want = if pkt.last {
+                Class::ReadRespLast
+            } else {
+                Class::ReadRespMiddle
+            };
+            assert_eq!(classify(&buf[..n]), want);
+            classes.push(want);
+        }
+        assert_eq!(
+            classes,
+            [
+                Class::ReadRespMiddle,
+                Class::ReadRespMiddle,
+                Class::ReadRespLast
+            ]
+        );
+    }
+
     #[test]
     fn short_or_foreign_packets_are_other() {
         let p = read_resp(true, 0);
@@ -144,7 +202,7 @@ mod tests {
         for n in 0..KDETH0_END {
             assert_eq!(classify(&p[..n]), Class::Other, "{n}");
         }
-        assert_eq!(classify(&p[..KDETH0_END]), Class::ReadRespLast);
+        assert_eq!(classify(&p[..KDETH0_END]), Class::ReadRespMiddle);
         let mut grh = p.clone();
         grh[1] = (grh[1] & !0x03) | lrh::LNH_GRH;
         assert_eq!(classify(&grh), Class::Other);
