@@ -2,19 +2,22 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 #
 # Build, or reuse from a cache outside the clone, a guest kernel with lockdep,
-# KASAN and debug-objects, made from Debian's linux-source-6.1 with the config
-# fragment in kmod-glue/kernel/lockdep-ci.config on top of `make tinyconfig`.
+# KASAN, debug-objects, kmemleak and UBSAN, made from Debian's linux-source-6.1
+# with the config fragment in kmod-glue/kernel/lockdep-ci.config on top of
+# `make tinyconfig`.
 #
 # The cache entry is keyed by a hash of the fragment, the linux-source-6.1
 # package version and `gcc --version` (plus this script's layout version). It
-# holds a trimmed build tree to build out-of-tree modules against and the
-# bzImage; it is written under a temporary name and renamed when complete, so
+# holds a trimmed build tree to build out-of-tree modules against, the
+# bzImage, and the kernel's own modules (ib_core, rdmavt, ... for the rebuilt
+# hfi1.ko) under modules/kernel/ laid out as in /lib/modules; it is written under a temporary name and renamed when complete, so
 # a half-written entry is never used.
 #
 # Usage: debug-kernel.sh [--print-key]
-#   stdout: two shell assignments, for `eval "$(debug-kernel.sh)"`:
+#   stdout: three shell assignments, for `eval "$(debug-kernel.sh)"`:
 #     KDIR=<cache>/build          (make -C "$KDIR" M=... modules)
 #     KERNEL_IMAGE=<cache>/bzImage
+#     KERNEL_MODULES=<cache>/modules/kernel  (<path>/<name>.ko)
 #   stderr: progress.
 # Environment:
 #   HFI1_KERNEL_CACHE  cache root (default /var/cache/hfi1-tid)
@@ -30,7 +33,7 @@ jobs="${HFI1_KBUILD_JOBS:-2}"
 src_pkg=linux-source-6.1
 src_tar=/usr/src/linux-source-6.1.tar.xz
 # Bump when the layout of a cache entry changes.
-layout=1
+layout=2
 
 log() { printf 'debug-kernel: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -76,10 +79,12 @@ entry="$cache_root/debug-kernel-$key"
 emit() {
 	printf 'KDIR=%s\n' "$entry/build"
 	printf 'KERNEL_IMAGE=%s\n' "$entry/bzImage"
+	printf 'KERNEL_MODULES=%s\n' "$entry/modules/kernel"
 }
 
 complete() {
-	[[ -f "$entry/COMPLETE" && -f "$entry/bzImage" && -f "$entry/build/Module.symvers" ]]
+	[[ -f "$entry/COMPLETE" && -f "$entry/bzImage" && -f "$entry/build/Module.symvers" &&
+		-d "$entry/modules/kernel" ]]
 }
 
 if complete; then
@@ -147,7 +152,7 @@ done <"$fragment"
 ((missing == 0)) || die "the fragment did not fully apply (see above)"
 log "all fragment lines are in .config"
 
-log "make -j$jobs bzImage modules (about 5 minutes on 2 idle cores)"
+log "make -j$jobs bzImage modules (about 20 minutes on 2 cores)"
 make -j"$jobs" ARCH=x86_64 bzImage modules >"$work/build.log" 2>&1 ||
 	{ tail -n 40 "$work/build.log" >&2; die "kernel build failed"; }
 [[ -f Module.symvers && -f arch/x86/boot/bzImage ]] || die "build left no Module.symvers or bzImage"
@@ -174,6 +179,12 @@ if grep -qx 'CONFIG_OBJTOOL=y' .config; then
 	[[ -x "$tmp/build/tools/objtool/objtool" ]] || die "trimmed tree lacks objtool"
 fi
 cp arch/x86/boot/bzImage "$tmp/bzImage"
+# The kernel's own modules, for guests that load them (hfi1-test.sh).
+find . -name '*.ko' -printf '%P\n' | sort | while IFS= read -r ko; do
+	mkdir -p "$tmp/modules/kernel/$(dirname "$ko")"
+	cp "$ko" "$tmp/modules/kernel/$ko"
+done
+[[ -f "$tmp/modules/kernel/drivers/infiniband/core/ib_core.ko" ]] || die "no ib_core.ko among the built modules"
 cp .config "$tmp/config"
 cp "$fragment" "$tmp/fragment.config"
 {
