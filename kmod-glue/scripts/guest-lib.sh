@@ -7,6 +7,10 @@
 #
 # Inputs (environment): KDIR, KERNEL_IMAGE, GUEST_POWEROFF (see qemu-test.sh).
 
+# kmemleak's scan after the test and the judgement of its reports.
+# shellcheck source=guest-kmemleak.sh
+. "$(dirname "${BASH_SOURCE[0]}")/guest-kmemleak.sh"
+
 KVER_DEFAULT=$(ls -1 /lib/modules 2>/dev/null | sort -V | tail -n1)
 KDIR=${KDIR:-/lib/modules/$KVER_DEFAULT/build}
 GUEST_POWEROFF=${GUEST_POWEROFF:-poweroff}
@@ -58,8 +62,10 @@ guest_boot() {
         echo 'mount -t sysfs none /sys'
         echo 'mount -t devtmpfs none /dev 2>/dev/null'
         echo 'dmesg -n 1'
+        kmemleak_guest_prologue
         echo 'echo "GUEST: taint before load $(cat /proc/sys/kernel/tainted)"'
         echo "$1"
+        kmemleak_guest_epilogue
         echo 'if [ -r /proc/lockdep_stats ]; then echo "GUEST: lockdep $(grep debug_locks: /proc/lockdep_stats)"; fi'
         echo 'echo "GUEST: dmesg begin"'
         echo 'dmesg'
@@ -104,7 +110,8 @@ guest_check_verdict() {
 }
 
 # guest_check_common: taint lines (only O and E, O present while loaded),
-# lockdep still on, no kernel report, and the guest reached its end.
+# lockdep still on, no kernel report (UBSAN's included), no kmemleak report
+# naming our modules, and the guest reached its end.
 guest_check_common() {
     local t0 t
     t0=$(sed -nE 's/.*GUEST: taint before load ([0-9]+).*/\1/p' "$GUEST_LOG")
@@ -119,10 +126,11 @@ guest_check_common() {
     fi
     if [ "${ALLOW_REPORTS:-0}" != 1 ]; then
         local bad
-        bad=$(grep -E 'WARNING:|BUG:|Oops|Call Trace|possible circular|inconsistent lock state|Invalid wait context|ODEBUG:|Kernel panic|Rust panic|\bLEAK\b|check failed' "$GUEST_LOG" || true)
+        bad=$(grep -E 'WARNING:|BUG:|Oops|Call Trace|possible circular|inconsistent lock state|Invalid wait context|ODEBUG:|Kernel panic|Rust panic|UBSAN:|\bLEAK\b|check failed' "$GUEST_LOG" || true)
         [ -z "$bad" ] || guest_err "kernel reports in the log:
 $bad"
     fi
+    guest_check_kmemleak
     grep -q "GUEST: dmesg end" "$GUEST_LOG" || guest_err "guest did not reach the end of its script"
 }
 

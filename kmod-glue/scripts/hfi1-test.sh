@@ -12,7 +12,9 @@
 #
 # Environment: KDIR, KERNEL_IMAGE, GUEST_POWEROFF, KEEP_LOG as for
 # qemu-test.sh; TID_DIFF_CASES (default 100000); HFI1_TID_BROKEN=1;
-# MODULE=<hfi1.ko> to skip the build.
+# MODULE=<hfi1.ko> to skip the build; KERNEL_MODULES=<dir> where the
+# dependencies are (<dir>/drivers/.../ib_core.ko..., default the installed
+# kernel's; debug-kernel.sh prints the debug kernel's).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 glue="$(dirname "$here")"
@@ -30,7 +32,7 @@ if [ -z "${MODULE:-}" ]; then
 fi
 [ -r "$MODULE" ] || { echo "hfi1-test: no module $MODULE" >&2; exit 1; }
 
-kmods=/lib/modules/$(guest_kver)/kernel
+kmods=${KERNEL_MODULES:-/lib/modules/$(guest_kver)/kernel}
 deps=(drivers/infiniband/core/ib_core drivers/infiniband/core/ib_uverbs
       drivers/infiniband/sw/rdmavt/rdmavt drivers/i2c/algos/i2c-algo-bit)
 for d in "${deps[@]}"; do
