@@ -197,9 +197,11 @@ pub fn parse(buf: &[u8]) -> Result<(lrh::Repr, Parsed<'_>), PacketError> {
     if lr.lnh != lrh::LNH_BTH {
         return Err(PacketError::NotBth);
     }
-    if !l.verify_icrc() {
-        return Err(PacketError::BadIcrc);
-    }
+    // The one ICRC check of a received packet.
+    wire::icrc::Verified::check(buf).map_err(|e| match e {
+        wire::icrc::IcrcError::Mismatch => PacketError::BadIcrc,
+        wire::icrc::IcrcError::Length(w) => PacketError::Wire(w),
+    })?;
     let after_lrh = buf
         .get(lrh::HEADER_LEN..lr.packet_len.saturating_sub(lrh::ICRC_LEN))
         .ok_or(PacketError::Wire(wire::Error::Truncated))?;

@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use tid_harness::doubles::Outbox;
-use tid_read_proto::packet::{self, Parsed};
+use tid_read_proto::wire::class::{self, Class};
 
 use crate::fabric::{Link, Packet, PacketKind};
 use crate::pcap::PcapWriter;
@@ -26,19 +26,15 @@ impl Packet for WirePacket {
     }
 }
 
-/// The kind of a built packet, for fault injection.
+/// The kind of a built packet, for fault injection: its opcode and SH bit
+/// (no parse and no CRC; the packet was built here).
 fn kind_of(bytes: &[u8]) -> PacketKind {
-    match packet::parse(bytes) {
-        Ok((_, Parsed::ReadReq { .. })) => PacketKind::ReadReq,
-        Ok((_, Parsed::ReadResp { hdr, .. })) => {
-            if hdr.kdeth.kdeth0.sh() {
-                PacketKind::ReadRespMiddle
-            } else {
-                PacketKind::ReadRespLast
-            }
-        }
-        Ok((_, Parsed::Ack { .. })) => PacketKind::Ack,
-        Err(_) => PacketKind::Other,
+    match class::classify(bytes) {
+        Class::ReadReq => PacketKind::ReadReq,
+        Class::ReadRespMiddle => PacketKind::ReadRespMiddle,
+        Class::ReadRespLast => PacketKind::ReadRespLast,
+        Class::Ack => PacketKind::Ack,
+        Class::Other => PacketKind::Other,
     }
 }
 

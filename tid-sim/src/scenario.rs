@@ -426,6 +426,7 @@ impl<'a, W: Write> Scenario<'a, W> {
             AtResponder::Received { .. } => {}
             _ => self.rep.malformed += 1,
         }
+        self.nodes.to_responders.recycle(p.bytes);
     }
 
     /// One packet crosses to the requester node; the QP it reached posts
@@ -438,6 +439,7 @@ impl<'a, W: Write> Scenario<'a, W> {
         self.clock.since_progress = 0;
         let AtRequester { arrival, done } =
             self.nodes.deliver_to_requester(&p.bytes, &mut self.root);
+        self.nodes.to_requesters.recycle(p.bytes);
         let i = match arrival {
             Arrival::ReadResp { qp, verdict, .. } => {
                 self.clock.last_progress[qp] = self.clock.ns;

@@ -3,13 +3,37 @@
 //!
 //! The sim's DMA mapping is the identity (bus address = page address), so a
 //! page set's DMA address is also where its bytes live here. Pages exist
-//! only once allocated; reading or writing an absent page is a typed error,
+//! only once added; reading or writing an absent page is a typed error,
 //! never a panic, so a model bug shows up as a counted fault.
+//!
+//! # What it costs
+//!
+//! A page that was added but never written takes no page of host memory:
+//! it reads as zeros and is backed on its first write. A removed page's
+//! backing goes to a small spare list ([`SPARE_PAGES`] pages) for the next
+//! first write, so a simulation that adds and removes pages at a steady
+//! rate allocates nothing once warm. A first write that covers the whole
+//! page takes a spare page as it is (every byte is overwritten); a partial
+//! one zeroes it first, so a page always reads as zeros where it was not
+//! written. Host memory is therefore bounded by the pages written and not
+//! yet removed ([`SimMemory::peak_resident_pages`]), not by the pages ever
+//! added.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 
 use crate::consts::{PAGE_SHIFT, PAGE_SIZE};
+
+/// Bytes of a page.
+const PAGE: usize = PAGE_SIZE as usize;
+
+/// One page of bytes.
+pub type Page = [u8; PAGE];
+
+/// Backed pages a [`SimMemory`] keeps for reuse after they are removed
+/// (4 MiB): enough for a few requests' pages completing at once.
+pub const SPARE_PAGES: usize = 1024;
 
 /// An access touched a page that was never allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -22,7 +46,14 @@ pub struct UnmappedPage {
 /// Sparse simulated memory.
 #[derive(Debug, Default, Clone)]
 pub struct SimMemory {
-    pages: BTreeMap<u64, Box<[u8; PAGE_SIZE as usize]>>,
+    /// Every page added, by frame number: `None` until first written.
+    pages: BTreeMap<u64, Option<Box<Page>>>,
+    /// Backing of removed pages, for reuse (contents stale).
+    spare: Vec<Box<Page>>,
+    /// Pages with backing now.
+    resident: usize,
+    /// Most pages with backing at once.
+    peak_resident: usize,
 }
 
 impl SimMemory {
@@ -31,21 +62,68 @@ impl SimMemory {
         Self::default()
     }
 
-    /// Backs page frame `pfn` with a zeroed page (no-op if it exists).
+    /// Adds page frame `pfn`, reading as zeros (no-op if it exists). No
+    /// host memory is taken until it is written.
     pub fn add_page(&mut self, pfn: u64) {
-        self.pages
-            .entry(pfn)
-            .or_insert_with(|| Box::new([0; PAGE_SIZE as usize]));
+        self.pages.entry(pfn).or_insert(None);
     }
 
-    /// Drops the page at frame `pfn`.
+    /// Drops the page at frame `pfn`; its backing is kept for reuse.
     pub fn remove_page(&mut self, pfn: u64) {
-        self.pages.remove(&pfn);
+        if let Some(Some(page)) = self.pages.remove(&pfn) {
+            self.resident -= 1;
+            if self.spare.len() < SPARE_PAGES {
+                self.spare.push(page);
+            }
+        }
     }
 
-    /// Pages allocated.
+    /// Pages added and not removed.
     pub fn page_count(&self) -> usize {
         self.pages.len()
+    }
+
+    /// Pages that hold host memory now (written and not removed).
+    pub fn resident_pages(&self) -> usize {
+        self.resident
+    }
+
+    /// The most pages that held host memory at once.
+    pub fn peak_resident_pages(&self) -> usize {
+        self.peak_resident
+    }
+
+    /// The bytes of page `pfn`: `Ok(None)` for a page that was added and
+    /// never written (it reads as zeros).
+    ///
+    /// # Errors
+    ///
+    /// [`UnmappedPage`] if the page was never added.
+    pub fn page(&self, pfn: u64) -> Result<Option<&Page>, UnmappedPage> {
+        match self.pages.get(&pfn) {
+            Some(p) => Ok(p.as_deref()),
+            None => Err(UnmappedPage {
+                addr: pfn << PAGE_SHIFT,
+            }),
+        }
+    }
+
+    /// Backing for a page's first write: a spare page (zeroed unless the
+    /// write covers it whole) or a new zeroed one.
+    fn back(spare: &mut Vec<Box<Page>>, whole: bool) -> Box<Page> {
+        match spare.pop() {
+            Some(mut p) => {
+                if !whole {
+                    p.fill(0);
+                }
+                p
+            }
+            // Zeroed by the allocator (fresh heap pages are zero already).
+            None => alloc::vec![0u8; PAGE]
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| Box::new([0; PAGE])),
+        }
     }
 
     /// Copies `data` to memory starting at bus address `addr`, crossing
@@ -56,11 +134,19 @@ impl SimMemory {
         while let Some(rest) = data.get(done..).filter(|r| !r.is_empty()) {
             let a = addr.wrapping_add(done as u64);
             let off = (a & u64::from(PAGE_SIZE - 1)) as usize;
-            let page = self
+            let n = rest.len().min(PAGE - off);
+            let slot = self
                 .pages
                 .get_mut(&(a >> PAGE_SHIFT))
                 .ok_or(UnmappedPage { addr: a })?;
-            let n = rest.len().min(PAGE_SIZE as usize - off);
+            let page = match slot {
+                Some(p) => p,
+                None => {
+                    self.resident += 1;
+                    self.peak_resident = self.peak_resident.max(self.resident);
+                    slot.insert(Self::back(&mut self.spare, n == PAGE))
+                }
+            };
             if let (Some(dst), Some(src)) = (page.get_mut(off..off + n), rest.get(..n)) {
                 dst.copy_from_slice(src);
             }
@@ -77,12 +163,14 @@ impl SimMemory {
             let a = addr.wrapping_add(done as u64);
             let off = (a & u64::from(PAGE_SIZE - 1)) as usize;
             let page = self
-                .pages
-                .get(&(a >> PAGE_SHIFT))
-                .ok_or(UnmappedPage { addr: a })?;
-            let n = (len - done).min(PAGE_SIZE as usize - off);
-            if let (Some(dst), Some(src)) = (out.get_mut(done..done + n), page.get(off..off + n)) {
-                dst.copy_from_slice(src);
+                .page(a >> PAGE_SHIFT)
+                .map_err(|_| UnmappedPage { addr: a })?;
+            let n = (len - done).min(PAGE - off);
+            if let Some(dst) = out.get_mut(done..done + n) {
+                match page.and_then(|p| p.get(off..off + n)) {
+                    Some(src) => dst.copy_from_slice(src),
+                    None => dst.fill(0),
+                }
             }
             done += n;
         }
@@ -133,5 +221,47 @@ mod tests {
         let mut one = [9u8; 1];
         m.read(11 * 4096 + 4000, &mut one).unwrap();
         assert_eq!(one, [0]);
+    }
+
+    #[test]
+    fn pages_take_memory_only_once_written() {
+        let mut m = SimMemory::new();
+        for pfn in 0..100 {
+            m.add_page(pfn);
+        }
+        assert_eq!((m.page_count(), m.resident_pages()), (100, 0));
+        let mut b = [7u8; 16];
+        m.read(5 * 4096, &mut b).unwrap();
+        assert_eq!(b, [0; 16], "an unwritten page reads as zeros");
+        assert_eq!(m.page(5).unwrap(), None);
+        assert!(m.page(100).is_err());
+        m.write(5 * 4096 + 8, &[1, 2]).unwrap();
+        assert_eq!(m.resident_pages(), 1);
+        assert_eq!(
+            m.page(5).unwrap().map(|p| &p[6..12]),
+            Some(&[0, 0, 1, 2, 0, 0][..])
+        );
+        m.remove_page(5);
+        assert_eq!((m.page_count(), m.resident_pages()), (99, 0));
+        assert_eq!(m.peak_resident_pages(), 1);
+    }
+
+    #[test]
+    fn a_reused_page_reads_as_zeros_where_not_written() {
+        let mut m = SimMemory::new();
+        m.add_page(1);
+        m.write(4096, &[0xAB; PAGE]).unwrap();
+        m.remove_page(1);
+        // The stale backing is reused for page 2's partial first write.
+        m.add_page(2);
+        m.write(2 * 4096 + 100, &[1]).unwrap();
+        let p = m.page(2).unwrap().unwrap();
+        assert_eq!(p.iter().filter(|&&b| b != 0).count(), 1);
+        // A whole-page first write overwrites every byte.
+        m.remove_page(2);
+        m.add_page(3);
+        m.write(3 * 4096, &[5; PAGE]).unwrap();
+        assert!(m.page(3).unwrap().unwrap().iter().all(|&b| b == 5));
+        assert_eq!(m.peak_resident_pages(), 1);
     }
 }
