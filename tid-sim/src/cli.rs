@@ -1,82 +1,116 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The command-line contract.
+//! The command-line contract (`tid-sim --help` prints it).
 //!
-//! `tid-sim [--qps N] [--bytes SIZE] [--request SIZE] [--groups G]
-//! [--mtu 4096|8192] [--seed S] [--json] [--pcap FILE] [--drop P]
-//! [--dup P] [--reorder W] [--stale P] [--soak N]`; sizes accept a
-//! K, M or G suffix (powers of 1024).
+//! Parsed with `clap`'s derive into [`Options`]; then [`Options::check`]
+//! refuses what the simulator would otherwise have to change silently
+//! (sizes that do not split evenly, a reorder window of 1) and option
+//! combinations that cannot work (`--soak` with a capture or a picture,
+//! a context too small for one segment), each with the reason and, where
+//! there is one, the nearest value that works.
+//!
+//! Exit codes: [`EXIT_PASS`], [`EXIT_FAIL`], [`EXIT_USAGE`].
 
-use std::fmt;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// A command-line error, printed with the usage text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CliError(pub String);
+use clap::Parser;
+use hfi1_hal::consts::{MAX_SEGMENT_SIZE, PAGE_SIZE};
+use serde::{Deserialize, Serialize};
 
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+/// Exit code of a run (or every soak seed) that passed.
+pub const EXIT_PASS: u8 = 0;
+/// Exit code of a run that failed: a byte differs, a request failed, a QP
+/// is stuck, something leaked or an engine erred.
+pub const EXIT_FAIL: u8 = 1;
+/// Exit code of a command line that was refused.
+pub const EXIT_USAGE: u8 = 2;
 
-impl std::error::Error for CliError {}
+/// RcvArray entries per TID group.
+const GROUP_SIZE: u64 = 8;
 
-/// The usage text.
-pub const USAGE: &str = "\
-usage: tid-sim [--qps N] [--bytes SIZE] [--request SIZE] [--groups G]
-               [--mtu 4096|8192] [--seed S] [--json] [--pcap FILE]
-               [--drop P] [--dup P] [--reorder W] [--stale P] [--soak N]
+const AFTER_HELP: &str = "\
+SIZE takes a K, M or G suffix (powers of 1024). Each QP reads an equal
+share of --bytes, in requests of --request bytes.
 
-Simulates two nodes moving data with TID RDMA READ over the software chip
-and checks every byte. SIZE takes a K, M or G suffix (powers of 1024).
+Exit status: 0 the run passed (every byte verified, nothing failed, stuck
+or left held); 1 it failed; 2 the command line was refused.
 
-  --qps N         queue pairs on the requester (default 16)
-  --bytes SIZE    total bytes read, split evenly over the QPs (default 64M)
-  --request SIZE  bytes per RDMA READ request (default 1M)
-  --groups G      TID groups (8 RcvArray entries each) in the requester's
-                  receive context (default 12: tight enough that QPs wait)
-  --mtu M         path MTU, 4096 or 8192 (default 4096)
-  --seed S        seed of the scheduler and the page allocator (default 1)
-  --json          print one JSON object instead of the summary
-  --pcap FILE     write every packet on the fabric to FILE (ERF in pcap)
-  --drop P        drop each packet with probability P (both links)
-  --dup P         deliver each packet twice with probability P
-  --reorder W     deliver any of the first W packets in flight (W > 1)
-  --stale P       with probability P per packet, replay an earlier one
-  --soak N        run N seeded scenarios (from --seed on) with random
-                  fault mixes and sizes; print the first failing seed
-  -h, --help      this text
-";
+Examples:
+  tid-sim                                       the default scenario
+  tid-sim --drop 0.05 --dup 0.01 --reorder 8 --stale 0.01 --pcap f.pcapng
+  tid-sim --report run.svg --json               a picture and the JSON
+  tid-sim --soak 300                            300 seeded hostile runs";
 
-/// Everything the command line can set.
-#[derive(Debug, Clone, PartialEq)]
+/// Everything the command line can set; also what a run's JSON records
+/// as its inputs.
+#[derive(Debug, Clone, PartialEq, Parser, Serialize, Deserialize)]
+#[command(
+    name = "tid-sim",
+    version,
+    about = "Simulates two nodes moving data with TID RDMA READ over the \
+             software chip and checks every byte.",
+    after_help = AFTER_HELP
+)]
 pub struct Options {
-    /// Queue pairs on the requester.
+    /// Queue pairs on the requester, 1..=1024.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub qps: u32,
-    /// Total bytes to read.
+    /// Total bytes read, split evenly over the QPs: a multiple of QPs x 4K.
+    #[arg(long, default_value = "64M", value_parser = parse_size, value_name = "SIZE")]
     pub bytes: u64,
-    /// Bytes per RDMA READ request.
+    /// Bytes per RDMA READ request: a multiple of 4K, at most 2G, dividing
+    /// each QP's share.
+    #[arg(long, default_value = "1M", value_parser = parse_size, value_name = "SIZE")]
     pub request: u64,
-    /// TID groups in the requester's receive context.
+    /// TID groups (8 RcvArray entries each) in the requester's receive
+    /// context, 1..=256; at least enough for one segment (a 256K segment
+    /// of scattered pages needs 9). The default is tight enough that QPs
+    /// wait.
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub groups: u32,
-    /// Path MTU.
+    /// Path MTU: 4096 or 8192.
+    #[arg(long, default_value_t = 4096, value_parser = parse_mtu)]
     pub mtu: u32,
-    /// Seed.
+    /// Seed of the scheduler, the page layout and the faults (a run is a
+    /// function of it).
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Print JSON.
+    /// Print one JSON object (inputs, counters, speed) instead of the
+    /// summary.
+    #[arg(long)]
     pub json: bool,
-    /// Capture file.
+    /// With --json: add the time series the picture is drawn from.
+    #[arg(long)]
+    pub json_series: bool,
+    /// Write every packet the fabric carried (after the fault injector,
+    /// faults marked) to FILE, as pcapng.
+    #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
-    /// Drop probability per packet (both links).
+    /// Draw the run over simulated time (TID entries, flows, waiting QPs,
+    /// restarts, throughput) into FILE, an SVG.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Drop each packet with probability P, 0..=0.5 (both links).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability, value_name = "P")]
     pub drop: f64,
-    /// Duplicate probability per packet.
+    /// Deliver each packet twice with probability P, 0..=0.5.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability, value_name = "P")]
     pub dup: f64,
-    /// Reorder window (packets; 0 or 1: in order).
+    /// Deliver any of the first W packets in flight: 0 (in order) or
+    /// 2..=64.
+    #[arg(long, default_value_t = 0, value_parser = parse_reorder, value_name = "W")]
     pub reorder: usize,
-    /// Stale-replay probability per packet.
+    /// With probability P per packet, replay an earlier one, 0..=0.5.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_probability, value_name = "P")]
     pub stale: f64,
-    /// Soak: run this many seeded scenarios (0: one normal run).
+    /// Run N seeded scenarios (from --seed on) with random fault mixes and
+    /// sizes; stop at and print the first failing seed.
+    #[arg(long, default_value_t = 0, value_name = "N")]
     pub soak: u64,
+    /// No progress bar (it is drawn on stderr only when stderr is a
+    /// terminal).
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 impl Default for Options {
@@ -89,32 +123,105 @@ impl Default for Options {
             mtu: 4096,
             seed: 1,
             json: false,
+            json_series: false,
             pcap: None,
+            report: None,
             drop: 0.0,
             dup: 0.0,
             reorder: 0,
             stale: 0.0,
             soak: 0,
+            quiet: false,
         }
+    }
+}
+
+/// A refused command line: what is wrong and, when there is one, what
+/// would work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    /// One line: what is wrong.
+    pub message: String,
+    /// One line: what to do instead.
+    pub hint: String,
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}\n  hint: {}", self.message, self.hint)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+fn refuse(message: String, hint: impl Into<String>) -> CliError {
+    CliError {
+        message,
+        hint: hint.into(),
     }
 }
 
 /// What the command line asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
-    /// Run a scenario.
+    /// Run a scenario (or a soak).
     Run(Options),
-    /// Print the usage text.
-    Help,
+    /// Print this text (help or version) and exit with 0.
+    Print(String),
 }
 
-/// Parses a size with an optional K/M/G suffix.
-pub fn parse_size(s: &str) -> Result<u64, CliError> {
-    let bad = || {
-        CliError(format!(
-            "bad size {s:?}: expected a number with an optional K, M or G suffix"
-        ))
-    };
+/// Parses the arguments (program name first, as `std::env::args_os`
+/// gives them) and checks them.
+///
+/// # Errors
+///
+/// A [`CliError`] of one line and a hint: clap's own (an unknown flag, a
+/// value out of range) or [`Options::check`]'s.
+pub fn parse<I, T>(args: I) -> Result<Command, CliError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    match Options::try_parse_from(args) {
+        Ok(o) => {
+            o.check()?;
+            Ok(Command::Run(o))
+        }
+        Err(e) => match e.kind() {
+            clap::error::ErrorKind::DisplayHelp
+            | clap::error::ErrorKind::DisplayVersion
+            | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                Ok(Command::Print(e.render().to_string()))
+            }
+            _ => Err(from_clap(&e)),
+        },
+    }
+}
+
+/// clap's error as one line and a hint: its first line without the
+/// `error: ` prefix; its own tip if it has one.
+fn from_clap(e: &clap::Error) -> CliError {
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let message = lines
+        .next()
+        .unwrap_or("bad command line")
+        .trim_start_matches("error: ")
+        .to_string();
+    let hint = lines.find_map(|l| l.strip_prefix("tip: ")).map_or_else(
+        || "see 'tid-sim --help' for every option, its range and default".to_string(),
+        str::to_string,
+    );
+    refuse(message, hint)
+}
+
+/// Parses a size with an optional K/M/G suffix (powers of 1024).
+///
+/// # Errors
+///
+/// A message for clap when it is not a number or overflows.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let bad = || format!("{s:?} is not a size: a number with an optional K, M or G suffix");
     let (digits, shift) = match s.as_bytes().last() {
         Some(b'k' | b'K') => (&s[..s.len() - 1], 10),
         Some(b'm' | b'M') => (&s[..s.len() - 1], 20),
@@ -125,77 +232,169 @@ pub fn parse_size(s: &str) -> Result<u64, CliError> {
     n.checked_mul(1u64 << shift).ok_or_else(bad)
 }
 
-fn parse_num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, CliError> {
-    v.parse()
-        .map_err(|_| CliError(format!("{flag}: bad value {v:?}")))
-}
-
-/// Parses the arguments (without the program name).
-pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, CliError> {
-    let mut o = Options::default();
-    let mut it = args.into_iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = |name: &str| -> Result<String, CliError> {
-            inline
-                .clone()
-                .or_else(|| it.next())
-                .ok_or_else(|| CliError(format!("{name} needs a value")))
-        };
-        match flag.as_str() {
-            "-h" | "--help" => return Ok(Command::Help),
-            "--qps" => o.qps = parse_num("--qps", &value("--qps")?)?,
-            "--bytes" => o.bytes = parse_size(&value("--bytes")?)?,
-            "--request" => o.request = parse_size(&value("--request")?)?,
-            "--groups" => o.groups = parse_num("--groups", &value("--groups")?)?,
-            "--mtu" => o.mtu = parse_num("--mtu", &value("--mtu")?)?,
-            "--seed" => o.seed = parse_num("--seed", &value("--seed")?)?,
-            "--json" => o.json = true,
-            "--pcap" => o.pcap = Some(PathBuf::from(value("--pcap")?)),
-            "--drop" => o.drop = parse_num("--drop", &value("--drop")?)?,
-            "--dup" => o.dup = parse_num("--dup", &value("--dup")?)?,
-            "--reorder" => o.reorder = parse_num("--reorder", &value("--reorder")?)?,
-            "--stale" => o.stale = parse_num("--stale", &value("--stale")?)?,
-            "--soak" => o.soak = parse_num("--soak", &value("--soak")?)?,
-            other => return Err(CliError(format!("unknown argument {other:?}"))),
+/// Writes a size with the largest suffix that divides it.
+pub fn show_size(n: u64) -> String {
+    for (shift, suffix) in [(30, "G"), (20, "M"), (10, "K")] {
+        if n >= 1 << shift && n % (1 << shift) == 0 {
+            return format!("{}{suffix}", n >> shift);
         }
     }
-    validate(&o)?;
-    Ok(Command::Run(o))
+    n.to_string()
 }
 
-fn validate(o: &Options) -> Result<(), CliError> {
-    let err = |m: &str| Err(CliError(m.to_string()));
-    if o.qps == 0 || o.qps > 1024 {
-        return err("--qps must be 1..=1024");
+fn parse_probability(s: &str) -> Result<f64, String> {
+    let p: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a probability"))?;
+    if (0.0..=0.5).contains(&p) {
+        Ok(p)
+    } else {
+        Err("a probability in 0..=0.5 (above 0.5 a run spends its time retrying)".into())
     }
-    if o.mtu != 4096 && o.mtu != 8192 {
-        return err("--mtu must be 4096 or 8192");
+}
+
+fn parse_mtu(s: &str) -> Result<u32, String> {
+    match s.parse() {
+        Ok(m @ (4096 | 8192)) => Ok(m),
+        _ => Err("the path MTUs of TID RDMA are 4096 and 8192".into()),
     }
-    if o.request == 0 || o.request % 4096 != 0 {
-        return err("--request must be a non-zero multiple of 4K");
+}
+
+fn parse_reorder(s: &str) -> Result<usize, String> {
+    match s.parse() {
+        Ok(w @ (0 | 2..=64)) => Ok(w),
+        Ok(1) => Err("a window of 1 is in order: use 0 for in order or 2..=64".into()),
+        Ok(_) => Err("0 (in order) or a window of 2..=64 packets".into()),
+        Err(_) => Err(format!("{s:?} is not a number of packets")),
     }
-    if o.request > 1 << 31 {
-        return err("--request must be at most 2G (a verbs message length is 32 bits)");
+}
+
+/// The fewest TID groups that hold one segment of `request`-byte READs
+/// laid out as the simulator lays out destination pages (any page may be
+/// a single scattered page): one RcvArray entry per page of a
+/// full segment, one more for a filler, in groups of 8.
+pub fn min_groups(request: u64) -> u32 {
+    let seg_pages = request.min(u64::from(MAX_SEGMENT_SIZE)) / u64::from(PAGE_SIZE);
+    u32::try_from((seg_pages + 1).div_ceil(GROUP_SIZE)).unwrap_or(u32::MAX)
+}
+
+impl Options {
+    /// Each QP's share of `--bytes`.
+    pub fn per_qp(&self) -> u64 {
+        self.bytes / u64::from(self.qps.max(1))
     }
-    if o.bytes == 0 {
-        return err("--bytes must be non-zero");
-    }
-    if o.groups == 0 || o.groups > 256 {
-        return err("--groups must be 1..=256");
-    }
-    for (name, p) in [("--drop", o.drop), ("--dup", o.dup), ("--stale", o.stale)] {
-        if !(0.0..=0.5).contains(&p) {
-            return Err(CliError(format!("{name} must be a probability in 0..=0.5")));
+
+    /// Refuses what the simulator would have to change to run, and
+    /// combinations that cannot work, naming what would.
+    ///
+    /// # Errors
+    ///
+    /// The first thing refused.
+    pub fn check(&self) -> Result<(), CliError> {
+        self.check_sizes()?;
+        let min = min_groups(self.request);
+        if self.groups < min {
+            return Err(refuse(
+                format!(
+                    "--groups {} cannot hold one segment: a {} segment of scattered pages \
+                     needs {} RcvArray entries, {min} groups",
+                    self.groups,
+                    show_size(self.request.min(u64::from(MAX_SEGMENT_SIZE))),
+                    (self.request.min(u64::from(MAX_SEGMENT_SIZE)) / u64::from(PAGE_SIZE)) + 1,
+                ),
+                format!("use --groups {min} or more (every QP would wait forever)"),
+            ));
         }
+        if self.soak > 0 {
+            for (set, name) in [
+                (self.pcap.is_some(), "--pcap"),
+                (self.report.is_some(), "--report"),
+                (self.json_series, "--json-series"),
+            ] {
+                if set {
+                    return Err(refuse(
+                        format!("--soak runs many scenarios; {name} describes one run"),
+                        format!(
+                            "run the seed you want to look at alone (the soak prints its \
+                             command line) and add {name} there"
+                        ),
+                    ));
+                }
+            }
+        }
+        if self.json_series && !self.json {
+            return Err(refuse(
+                "--json-series adds to the JSON output".into(),
+                "add --json",
+            ));
+        }
+        Ok(())
     }
-    if o.reorder > 64 {
-        return err("--reorder must be at most 64");
+
+    /// Sizes that split evenly: pages, QPs, requests.
+    fn check_sizes(&self) -> Result<(), CliError> {
+        let page = u64::from(PAGE_SIZE);
+        if self.request == 0 || self.request % page != 0 {
+            let near = (self.request.div_ceil(page)).max(1) * page;
+            return Err(refuse(
+                format!("--request {} is not a multiple of 4K", self.request),
+                format!("use --request {}", show_size(near)),
+            ));
+        }
+        if self.request > 1 << 31 {
+            return Err(refuse(
+                format!("--request {} is more than 2G", show_size(self.request)),
+                "a verbs message length is 32 bits: use --request 2G or less",
+            ));
+        }
+        let unit = u64::from(self.qps) * page;
+        if self.bytes == 0 || self.bytes % unit != 0 {
+            let near = self.bytes.div_ceil(unit).max(1) * unit;
+            return Err(refuse(
+                format!(
+                    "--bytes {} does not split into whole pages over {} QPs",
+                    show_size(self.bytes),
+                    self.qps
+                ),
+                format!(
+                    "use a multiple of {} QPs x 4K, e.g. --bytes {}",
+                    self.qps,
+                    show_size(near)
+                ),
+            ));
+        }
+        let share = self.per_qp();
+        if self.request > share {
+            return Err(refuse(
+                format!(
+                    "--request {} is more than each QP's share of --bytes ({} / {} QPs = {})",
+                    show_size(self.request),
+                    show_size(self.bytes),
+                    self.qps,
+                    show_size(share)
+                ),
+                format!(
+                    "use --request {} or less, or --bytes {} or more",
+                    show_size(share),
+                    show_size(self.request * u64::from(self.qps))
+                ),
+            ));
+        }
+        if share % self.request != 0 {
+            return Err(refuse(
+                format!(
+                    "each QP's share ({}) is not a whole number of --request {} READs",
+                    show_size(share),
+                    show_size(self.request)
+                ),
+                format!(
+                    "use --bytes {} (QPs x a multiple of --request)",
+                    show_size(share.div_ceil(self.request) * self.request * u64::from(self.qps))
+                ),
+            ));
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -203,9 +402,10 @@ mod tests {
     use super::*;
 
     fn run(args: &[&str]) -> Result<Options, CliError> {
-        match parse(args.iter().map(|s| s.to_string()))? {
+        let argv = std::iter::once("tid-sim").chain(args.iter().copied());
+        match parse(argv)? {
             Command::Run(o) => Ok(o),
-            Command::Help => Err(CliError("help".into())),
+            Command::Print(t) => Err(refuse(t, "")),
         }
     }
 
@@ -219,6 +419,14 @@ mod tests {
         assert!(parse_size("K").is_err());
         assert!(parse_size("1T").is_err());
         assert!(parse_size("99999999999999999999G").is_err());
+        assert_eq!(show_size(64 << 20), "64M");
+        assert_eq!(show_size(260 << 10), "260K");
+        assert_eq!(show_size(1000), "1000");
+    }
+
+    #[test]
+    fn the_defaults_are_the_documented_ones() {
+        assert_eq!(run(&[]).unwrap(), Options::default());
     }
 
     #[test]
@@ -238,12 +446,6 @@ mod tests {
             (o.qps, o.bytes, o.request, o.mtu, o.json),
             (4, 8 << 20, 512 << 10, 8192, true)
         );
-        assert_eq!(run(&[]).unwrap(), Options::default());
-        assert!(run(&["--mtu", "2048"]).is_err());
-        assert!(run(&["--qps"]).is_err());
-        assert!(run(&["--request", "1000"]).is_err());
-        assert!(run(&["--frobnicate"]).is_err());
-        assert!(matches!(parse(["--help".to_string()]), Ok(Command::Help)));
         let f = run(&[
             "--drop",
             "0.05",
@@ -261,7 +463,82 @@ mod tests {
             (f.drop, f.dup, f.reorder, f.stale, f.soak),
             (0.05, 0.01, 8, 0.01, 20)
         );
-        assert!(run(&["--drop", "0.9"]).is_err());
-        assert!(run(&["--dup", "x"]).is_err());
+        assert!(matches!(
+            parse(["tid-sim", "--help"]),
+            Ok(Command::Print(t)) if t.contains("Exit status")
+        ));
+        assert!(matches!(
+            parse(["tid-sim", "--version"]),
+            Ok(Command::Print(t)) if t.contains(env!("CARGO_PKG_VERSION"))
+        ));
+    }
+
+    /// Every refusal is one line and a hint; none is the usage text.
+    #[test]
+    fn refusals_are_one_line_with_a_hint() {
+        for (args, says) in [
+            (&["--mtu", "2048"][..], "4096 and 8192"),
+            (&["--qps"][..], "--qps"),
+            (&["--qps", "0"][..], "1..=1024"),
+            (&["--frobnicate"][..], "--frobnicate"),
+            (&["--drop", "0.9"][..], "0..=0.5"),
+            (&["--dup", "x"][..], "not a probability"),
+            (&["--reorder", "1"][..], "window of 1 is in order"),
+            (&["--reorder", "65"][..], "2..=64"),
+            (&["--request", "1000"][..], "not a multiple of 4K"),
+            (&["--bytes", "1000"][..], "whole pages over 16 QPs"),
+            (
+                &["--request", "2G", "--bytes", "16M"][..],
+                "more than each QP's share",
+            ),
+            (&["--request", "8M"][..], "more than each QP's share"),
+            (&["--request", "768K"][..], "not a whole number"),
+            (&["--groups", "1"][..], "9 groups"),
+            (&["--soak", "3", "--pcap", "f"][..], "--soak runs many"),
+            (
+                &["--soak", "3", "--report", "f.svg"][..],
+                "--soak runs many",
+            ),
+            (&["--json-series"][..], "adds to the JSON"),
+        ] {
+            let e = run(args).expect_err(&format!("{args:?} must be refused"));
+            assert!(e.message.contains(says), "{args:?}: {e}");
+            assert!(!e.message.contains('\n') && !e.hint.contains('\n'), "{e}");
+            assert!(!e.hint.is_empty() && !e.message.contains("Usage"), "{e}");
+        }
+        assert!(
+            run(&["--bytes", "1000"])
+                .unwrap_err()
+                .hint
+                .contains("--bytes 64K")
+        );
+        assert!(
+            run(&["--groups", "8"])
+                .unwrap_err()
+                .hint
+                .contains("--groups 9")
+        );
+    }
+
+    #[test]
+    fn the_minimum_groups_follow_the_segment() {
+        assert_eq!(min_groups(1 << 20), 9);
+        assert_eq!(min_groups(256 << 10), 9);
+        assert_eq!(min_groups(12 << 10), 1);
+        assert_eq!(min_groups(60 << 10), 2);
+        assert!(run(&["--groups", "9"]).is_ok());
+        assert!(
+            run(&[
+                "--qps",
+                "5",
+                "--bytes",
+                "60K",
+                "--request",
+                "12K",
+                "--groups",
+                "1"
+            ])
+            .is_ok()
+        );
     }
 }

@@ -104,10 +104,33 @@ pub struct FabricStats {
 /// How many earlier packets a link remembers for stale replays.
 const HISTORY: usize = 512;
 
+/// Which copy of a packet a delivery is, as the fault injector made it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Origin {
+    /// The packet as sent.
+    Sent,
+    /// The second delivery of a duplicated packet.
+    Duplicate,
+    /// A replay of an earlier packet.
+    Stale,
+}
+
+/// One packet leaving the fabric, with what the fault injector did to it
+/// (for the capture).
+#[derive(Debug, Clone)]
+pub struct Delivery<P> {
+    /// The packet.
+    pub packet: P,
+    /// Which copy it is.
+    pub origin: Origin,
+    /// Earlier packets in flight it overtook (0: in order).
+    pub overtook: usize,
+}
+
 /// One direction of the fabric.
 #[derive(Debug)]
 pub struct Link<P: Packet> {
-    in_flight: VecDeque<P>,
+    in_flight: VecDeque<(P, Origin)>,
     history: VecDeque<P>,
     faults: Faults,
     stats: FabricStats,
@@ -125,8 +148,8 @@ impl<P: Packet> Link<P> {
     }
 
     /// Hands a packet to the link; faults may drop, duplicate or add a
-    /// stale copy.
-    pub fn send(&mut self, p: P, rng: &mut Rng) {
+    /// stale copy. Returns the packet if the fault injector dropped it.
+    pub fn send(&mut self, p: P, rng: &mut Rng) -> Option<P> {
         self.stats.sent += 1;
         let kind = p.kind() as usize;
         if !self.faults.is_clean() {
@@ -134,7 +157,7 @@ impl<P: Packet> Link<P> {
             {
                 let i = rng.below(self.history.len() as u64) as usize;
                 if let Some(old) = self.history.get(i).cloned() {
-                    self.in_flight.push_back(old);
+                    self.in_flight.push_back((old, Origin::Stale));
                     self.stats.stale_injected += 1;
                 }
             }
@@ -146,18 +169,27 @@ impl<P: Packet> Link<P> {
                 if let Some(d) = self.stats.dropped.get_mut(kind) {
                     *d += 1;
                 }
-                return;
+                return Some(p);
             }
             if rng.chance(self.faults.dup) {
-                self.in_flight.push_back(p.clone());
+                self.in_flight.push_back((p.clone(), Origin::Sent));
                 self.stats.duplicated += 1;
+                self.in_flight.push_back((p, Origin::Duplicate));
+                return None;
             }
         }
-        self.in_flight.push_back(p);
+        self.in_flight.push_back((p, Origin::Sent));
+        None
     }
 
     /// Takes the next packet to deliver, if any.
     pub fn deliver(&mut self, rng: &mut Rng) -> Option<P> {
+        self.deliver_marked(rng).map(|d| d.packet)
+    }
+
+    /// Takes the next packet to deliver, if any, with what the fault
+    /// injector did to it.
+    pub fn deliver_marked(&mut self, rng: &mut Rng) -> Option<Delivery<P>> {
         let window = self.faults.reorder.min(self.in_flight.len());
         let i = if window > 1 {
             rng.below(window as u64) as usize
@@ -167,9 +199,13 @@ impl<P: Packet> Link<P> {
         if i > 0 {
             self.stats.reordered += 1;
         }
-        let p = self.in_flight.remove(i)?;
+        let (packet, origin) = self.in_flight.remove(i)?;
         self.stats.delivered += 1;
-        Some(p)
+        Some(Delivery {
+            packet,
+            origin,
+            overtook: i,
+        })
     }
 
     /// Packets in flight.

@@ -14,8 +14,13 @@
 pub mod cli;
 pub mod fabric;
 pub mod link;
+pub mod observe;
 pub mod pcap;
+pub mod picture;
+pub mod progress;
 pub mod report;
 pub mod rng;
 pub mod scenario;
+pub mod series;
 pub mod soak;
+pub mod speed;

@@ -1,106 +1,169 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! The two-node TID RDMA READ simulator: the project's main job.
 //!
-//! Runs one scenario (see [`tid_sim::scenario`]), prints a summary or one
-//! JSON object, and exits non-zero on any mismatch, leak or stuck QP.
+//! Runs one scenario (see [`tid_sim::scenario`]) or a soak, prints a
+//! summary or one JSON object, and exits with 0 (pass), 1 (a failed run)
+//! or 2 (a refused command line); see `tid-sim --help`.
 
 use std::fs::File;
 use std::io::BufWriter;
+use std::path::Path;
 use std::process::ExitCode;
 
-use tid_sim::cli::{self, Command};
+use tid_sim::cli::{self, Command, EXIT_FAIL, EXIT_PASS, EXIT_USAGE, Options};
+use tid_sim::observe::Taps;
 use tid_sim::pcap::PcapWriter;
-use tid_sim::scenario::{self, RunFaults, soak_options};
+use tid_sim::progress::{self, ProgressBar};
+use tid_sim::report::Report;
+use tid_sim::scenario::{self, RunFaults, Scenario, soak_options};
+use tid_sim::{picture, speed};
 
 fn main() -> ExitCode {
-    let opts = match cli::parse(std::env::args().skip(1)) {
-        Ok(Command::Help) => {
-            print!("{}", cli::USAGE);
-            return ExitCode::SUCCESS;
+    let opts = match cli::parse(std::env::args_os()) {
+        Ok(Command::Print(text)) => {
+            println!("{}", text.trim_end());
+            return ExitCode::from(EXIT_PASS);
         }
         Ok(Command::Run(o)) => o,
         Err(e) => {
-            eprintln!("tid-sim: {e}\n\n{}", cli::USAGE);
-            return ExitCode::from(2);
+            eprintln!("tid-sim: {e}");
+            return ExitCode::from(EXIT_USAGE);
         }
     };
     if opts.soak > 0 {
         return soak(&opts);
     }
-    let faults = RunFaults::from_options(&opts);
-    let report = if let Some(path) = &opts.pcap {
-        let file = match File::create(path) {
-            Ok(f) => f,
-            Err(e) => {
-                eprintln!("tid-sim: {}: {e}", path.display());
-                return ExitCode::from(2);
-            }
-        };
-        let mut w = match PcapWriter::new(BufWriter::new(file)) {
-            Ok(w) => w,
-            Err(e) => {
-                eprintln!("tid-sim: {}: {e}", path.display());
-                return ExitCode::from(2);
-            }
-        };
-        let r = scenario::run(&opts, faults, Some(&mut w));
-        if let Err(e) = w.finish() {
-            eprintln!("tid-sim: {}: {e}", path.display());
-            return ExitCode::from(2);
+    match run(&opts) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("tid-sim: {e}");
+            ExitCode::from(EXIT_USAGE)
         }
-        r
-    } else {
-        scenario::run(&opts, faults, None::<&mut PcapWriter<std::io::Sink>>)
+    }
+}
+
+/// Opens an output file, naming it in the error.
+fn create(path: &Path) -> Result<BufWriter<File>, String> {
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// One run with its outputs; the exit code, or an error about an output
+/// file.
+fn run(opts: &Options) -> Result<u8, String> {
+    let mut pcap = match &opts.pcap {
+        Some(path) => {
+            Some(PcapWriter::new(create(path)?).map_err(|e| format!("{}: {e}", path.display()))?)
+        }
+        None => None,
     };
+    // Opened before the run so a bad path is refused before the work.
+    let mut svg = opts.report.as_deref().map(create).transpose()?;
+    let mut taps = Taps::none();
+    taps.pcap = pcap.as_mut();
+    if opts.report.is_some() || opts.json_series {
+        taps.series = Some(Scenario::<()>::new_series(opts));
+    }
+    if progress::wanted(opts.quiet) {
+        taps.bar = Some(ProgressBar::run(opts.bytes));
+    }
+    let mut rep = scenario::run_observed(opts, RunFaults::from_options(opts), &mut taps);
+    if let Some(b) = &taps.bar {
+        b.finish();
+    }
+    rep.engine_errors += taps.pcap_errors;
+    rep.series = taps.series.take();
+    rep.peak_rss_bytes = speed::peak_rss_bytes();
+    (rep.memcpy_bytes_per_s, rep.memcpy_buffer_bytes) = speed::memcpy_bandwidth(opts.bytes);
+    if let (Some(w), Some(path)) = (pcap, &opts.pcap) {
+        w.finish().map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let (Some(f), Some(path)) = (svg.as_mut(), &opts.report) {
+        let text = picture::render(&rep)?;
+        std::io::Write::write_all(f, text.as_bytes())
+            .and_then(|()| std::io::Write::flush(f))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if !opts.json_series {
+        rep.series = None;
+    }
     if opts.json {
-        println!("{}", report.to_json());
+        println!("{}", rep.to_json());
     } else {
-        print!("{}", report.summary());
+        print!("{}", rep.summary());
     }
-    if report.ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    Ok(if rep.ok() { EXIT_PASS } else { EXIT_FAIL })
+}
+
+/// The command line that reruns one soak seed alone.
+fn soak_command(o: &Options) -> String {
+    let r = Report {
+        inputs: o.clone(),
+        ..Report::default()
+    };
+    format!("tid-sim {}", r.inputs_line())
 }
 
 /// `--soak N`: N seeded scenarios from `--seed` on, each with its own
 /// sizes and fault mix; stops at the first failing seed.
-fn soak(opts: &cli::Options) -> ExitCode {
-    let mut bytes = 0u64;
-    let mut restarts = 0u64;
+fn soak(opts: &Options) -> ExitCode {
+    let bar = progress::wanted(opts.quiet).then(|| ProgressBar::soak(opts.soak));
+    let (mut bytes, mut restarts) = (0u64, 0u64);
+    let mut failed: Option<(u64, Options, Report)> = None;
     for n in 0..opts.soak {
         let seed = opts.seed.wrapping_add(n);
         let o = soak_options(seed);
-        let r = scenario::run(
-            &o,
-            RunFaults::from_options(&o),
-            None::<&mut PcapWriter<std::io::Sink>>,
-        );
+        let r = scenario::run_observed(&o, RunFaults::from_options(&o), &mut ());
         bytes += r.verified_bytes;
         restarts += r.restarts;
+        if let Some(b) = &bar {
+            b.soak_update(n + 1, u64::from(!r.ok()), bytes);
+        }
         if !r.ok() {
-            println!(
-                "tid-sim: soak: seed {seed} FAILED (run {} of {}): --qps {} --bytes {} --request {} --groups {} --mtu {} --seed {seed} --drop {} --dup {} --reorder {} --stale {}",
-                n + 1,
-                opts.soak,
-                o.qps,
-                o.bytes,
-                o.request,
-                o.groups,
-                o.mtu,
-                o.drop,
-                o.dup,
-                o.reorder,
-                o.stale
-            );
-            print!("{}", r.summary());
-            return ExitCode::FAILURE;
+            failed = Some((n + 1, o, r));
+            break;
         }
     }
-    println!(
-        "tid-sim: soak: {} seeds from {} passed ({} bytes verified, {} restarts)",
-        opts.soak, opts.seed, bytes, restarts
-    );
-    ExitCode::SUCCESS
+    if let Some(b) = &bar {
+        b.finish();
+    }
+    let summary = match &failed {
+        Some((n, o, _)) => format!(
+            "tid-sim: soak: seed {} FAILED (run {n} of {}); rerun it alone: {}",
+            o.seed,
+            opts.soak,
+            soak_command(o)
+        ),
+        None => format!(
+            "tid-sim: soak: {} seeds from {} passed ({bytes} bytes verified, {restarts} restarts)",
+            opts.soak, opts.seed
+        ),
+    };
+    if opts.json {
+        let v = serde_json::json!({
+            "tool": "tid-sim",
+            "version": env!("CARGO_PKG_VERSION"),
+            "soak": opts.soak,
+            "first_seed": opts.seed,
+            "verdict": if failed.is_none() { "PASS" } else { "FAIL" },
+            "verified_bytes": bytes,
+            "restarts": restarts,
+            "summary": summary,
+            "failed": failed.as_ref().map(|(_, _, r)| {
+                serde_json::from_str::<serde_json::Value>(&r.to_json()).unwrap_or_default()
+            }),
+        });
+        println!("{v}");
+    } else {
+        println!("{summary}");
+        if let Some((_, _, r)) = &failed {
+            print!("{}", r.summary());
+        }
+    }
+    ExitCode::from(if failed.is_none() {
+        EXIT_PASS
+    } else {
+        EXIT_FAIL
+    })
 }

@@ -1,12 +1,60 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! What a run reports: the counts, the verdict ([`Report::ok`]), one JSON
-//! object and a readable summary.
+//! What a run reports: one [`Report`] (serde) that feeds the verdict
+//! ([`Report::ok`]), the text summary ([`Report::summary`]), the JSON
+//! ([`Report::to_json`]) and the picture ([`crate::picture`]).
+//!
+//! The JSON is the struct as it is, plus the verdict and the figures
+//! derived from it (throughputs, ratios); it reads back into a `Report`
+//! with `serde_json::from_str` (the derived fields are skipped).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cli::{Options, show_size};
+use crate::series::Series;
+
+/// Link rate of the simulated wire, bits per second (100 Gb/s).
+pub const LINK_BITS_PER_S: f64 = 100e9;
+
+/// One requester QP's share of the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QpReport {
+    /// Requester index (0-based).
+    pub qp: u32,
+    /// Bytes this QP read and found equal to the source.
+    pub verified_bytes: u64,
+    /// Bytes that differ.
+    pub mismatched_bytes: u64,
+    /// READs completed successfully.
+    pub requests: u64,
+    /// READs completed in error.
+    pub failed_requests: u64,
+    /// Segments requested.
+    pub segments: u64,
+    /// Setups that waited for RcvArray space.
+    pub tid_waits: u64,
+    /// Setups that waited for a hardware flow.
+    pub flow_waits: u64,
+    /// Restarts of its in-flight segments.
+    pub restarts: u64,
+    /// Its retry-timer expiries with segments outstanding.
+    pub timeouts: u64,
+    /// True if it had work left when the run ended.
+    pub stuck: bool,
+}
 
 /// The results of a run.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Report {
+    /// The program that wrote it.
+    pub tool: String,
+    /// Its version.
+    pub version: String,
+    /// What the run was asked to do.
+    pub inputs: Options,
     /// Bytes the run was asked to read.
     pub requested_bytes: u64,
     /// Bytes read and found equal to the source.
@@ -17,6 +65,8 @@ pub struct Report {
     pub requests: u64,
     /// READ requests completed in error.
     pub failed_requests: u64,
+    /// Completions by work-completion status.
+    pub completions: BTreeMap<String, u64>,
     /// Segments set up and requested.
     pub segments: u64,
     /// Setups that waited for RcvArray space.
@@ -59,8 +109,8 @@ pub struct Report {
     pub timeouts: u64,
     /// READ_RESPs of a stale generation dropped.
     pub stale_dropped: u64,
-    /// Packets dropped, by reason (the fabric's by packet kind, the
-    /// receivers' by check).
+    /// Packets dropped, by reason: `fabric_<kind>` by the fault injector,
+    /// `requester_*` / `responder_*` by a receiver's check, `malformed`.
     pub drops: BTreeMap<String, u64>,
     /// Duplicates the fabric injected.
     pub duplicated: u64,
@@ -71,6 +121,34 @@ pub struct Report {
     /// Lock acquisitions the runtime lock-order checker saw during the run
     /// (process-wide; a violation panics, so a finished run had none).
     pub lock_checks: u64,
+    /// `memcpy` bandwidth measured in the same process after the run,
+    /// bytes per second (0: not measured).
+    pub memcpy_bytes_per_s: f64,
+    /// The buffer size that `memcpy` figure was measured on.
+    pub memcpy_buffer_bytes: u64,
+    /// Peak resident memory of the process, bytes (0: not measured).
+    pub peak_rss_bytes: u64,
+    /// Most destination pages holding memory at once.
+    pub peak_resident_pages: u64,
+    /// Per requester QP.
+    pub per_qp: Vec<QpReport>,
+    /// The run over simulated time (with `--report` or `--json-series`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<Series>,
+}
+
+/// What the JSON adds to the struct: the verdict and derived figures.
+#[derive(Serialize)]
+struct Json<'a> {
+    verdict: &'static str,
+    ok: bool,
+    sim_bytes_per_us: f64,
+    link_utilisation: f64,
+    wall_bytes_per_s: f64,
+    wall_mib_per_s: f64,
+    wall_over_memcpy: f64,
+    #[serde(flatten)]
+    report: &'a Report,
 }
 
 impl Report {
@@ -93,135 +171,185 @@ impl Report {
         }
     }
 
-    /// Wall-clock throughput in MiB/s.
-    pub fn wall_mib_per_s(&self) -> f64 {
+    /// Verified bytes per simulated second as a fraction of the link rate.
+    pub fn link_utilisation(&self) -> f64 {
+        self.sim_bytes_per_us() * 1e6 * 8.0 / LINK_BITS_PER_S
+    }
+
+    /// Verified bytes per wall-clock second.
+    pub fn wall_bytes_per_s(&self) -> f64 {
         if self.wall_secs <= 0.0 {
             0.0
         } else {
-            self.verified_bytes as f64 / (1024.0 * 1024.0) / self.wall_secs
+            self.verified_bytes as f64 / self.wall_secs
         }
     }
 
-    /// One JSON object.
-    pub fn to_json(&self) -> String {
-        let obj = |m: &BTreeMap<String, u64>| {
-            m.iter()
-                .map(|(k, v)| format!("\"{k}\":{v}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        format!(
-            concat!(
-                "{{\"ok\":{},\"requested_bytes\":{},\"verified_bytes\":{},",
-                "\"mismatched_bytes\":{},\"requests\":{},\"failed_requests\":{},",
-                "\"segments\":{},\"tid_waits\":{},\"flow_waits\":{},\"syncs\":{},",
-                "\"packets\":{},\"delivered\":{},\"suppressed\":{},\"malformed\":{},",
-                "\"naks\":{},\"resp_dropped\":{},\"kdeth_errors\":{},",
-                "\"engine_errors\":{},\"stuck_qps\":{},\"steps\":{},\"sim_ns\":{},",
-                "\"sim_bytes_per_us\":{:.1},\"wall_secs\":{:.3},",
-                "\"wall_mib_per_s\":{:.1},\"retransmits\":{},\"restarts\":{},",
-                "\"timeouts\":{},\"stale_dropped\":{},\"duplicated\":{},",
-                "\"stale_injected\":{},\"reordered\":{},\"drops\":{{{}}},",
-                "\"lock_checks\":{},\"leaked\":{{{}}}}}"
-            ),
-            self.ok(),
-            self.requested_bytes,
-            self.verified_bytes,
-            self.mismatched_bytes,
-            self.requests,
-            self.failed_requests,
-            self.segments,
-            self.tid_waits,
-            self.flow_waits,
-            self.syncs,
-            self.packets,
-            self.delivered,
-            self.suppressed,
-            self.malformed,
-            self.naks,
-            self.resp_dropped,
-            self.kdeth_errors,
-            self.engine_errors,
-            self.stuck_qps,
-            self.steps,
-            self.sim_ns,
-            self.sim_bytes_per_us(),
-            self.wall_secs,
-            self.wall_mib_per_s(),
-            self.retransmits,
-            self.restarts,
-            self.timeouts,
-            self.stale_dropped,
-            self.duplicated,
-            self.stale_injected,
-            self.reordered,
-            obj(&self.drops),
-            self.lock_checks,
-            obj(&self.leaked)
-        )
+    /// Wall-clock throughput in MiB/s.
+    pub fn wall_mib_per_s(&self) -> f64 {
+        self.wall_bytes_per_s() / (1024.0 * 1024.0)
     }
 
-    /// A readable summary.
-    pub fn summary(&self) -> String {
-        let leaked: Vec<String> = self
-            .leaked
+    /// [`Report::wall_bytes_per_s`] over the measured `memcpy` bandwidth
+    /// (0 when that was not measured).
+    pub fn wall_over_memcpy(&self) -> f64 {
+        if self.memcpy_bytes_per_s <= 0.0 {
+            0.0
+        } else {
+            self.wall_bytes_per_s() / self.memcpy_bytes_per_s
+        }
+    }
+
+    /// One JSON object: the struct, its verdict and derived figures.
+    pub fn to_json(&self) -> String {
+        let j = Json {
+            verdict: if self.ok() { "PASS" } else { "FAIL" },
+            ok: self.ok(),
+            sim_bytes_per_us: self.sim_bytes_per_us(),
+            link_utilisation: self.link_utilisation(),
+            wall_bytes_per_s: self.wall_bytes_per_s(),
+            wall_mib_per_s: self.wall_mib_per_s(),
+            wall_over_memcpy: self.wall_over_memcpy(),
+            report: self,
+        };
+        serde_json::to_string(&j).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+
+    /// The inputs on one line, as a command line would give them.
+    pub fn inputs_line(&self) -> String {
+        let o = &self.inputs;
+        let mut s = format!(
+            "--qps {} --bytes {} --request {} --groups {} --mtu {} --seed {}",
+            o.qps,
+            show_size(o.bytes),
+            show_size(o.request),
+            o.groups,
+            o.mtu,
+            o.seed
+        );
+        for (name, p) in [("drop", o.drop), ("dup", o.dup), ("stale", o.stale)] {
+            if p > 0.0 {
+                let _ = write!(s, " --{name} {p}");
+            }
+        }
+        if o.reorder > 1 {
+            let _ = write!(s, " --reorder {}", o.reorder);
+        }
+        s
+    }
+
+    /// `k=v` pairs of the non-zero entries, or `none`.
+    fn nonzero(m: &BTreeMap<String, u64>, prefix: &str) -> String {
+        let v: Vec<String> = m
             .iter()
-            .map(|(k, v)| format!("{k}={v}"))
+            .filter(|(k, v)| **v > 0 && k.starts_with(prefix))
+            .map(|(k, v)| format!("{}={v}", k.trim_start_matches(prefix)))
             .collect();
-        format!(
-            concat!(
-                "tid-sim: {}\n",
-                "  verified   {} of {} bytes ({} mismatched)\n",
-                "  requests   {} ok, {} failed; segments {}\n",
-                "  waits      {} for TID space, {} for a flow; {} SYNCs\n",
-                "  packets    {} sent, {} delivered, {} placed silently by the chip\n",
-                "  drops      {} malformed, {} READ_RESP dropped, {} KDETH errors, {} NAKs\n",
-                "  throughput {:.1} bytes/simulated us ({:.3} ms simulated), ",
-                "{:.1} MiB/s wall clock ({:.3} s)\n",
-                "  recovery   {} restarts ({} timeouts), {} READ_REQs resent; ",
-                "{} stale dropped\n",
-                "  faults     {} duplicated, {} stale injected, {} reordered; drops: {}\n",
-                "  left       {}; stuck QPs {}; engine errors {}\n",
-                "  locks      {} acquisitions checked for order, no violation\n"
-            ),
-            if self.ok() { "PASS" } else { "FAIL" },
-            self.verified_bytes,
-            self.requested_bytes,
-            self.mismatched_bytes,
-            self.requests,
-            self.failed_requests,
-            self.segments,
-            self.tid_waits,
-            self.flow_waits,
-            self.syncs,
-            self.packets,
-            self.delivered,
-            self.suppressed,
+        if v.is_empty() {
+            "none".into()
+        } else {
+            v.join(", ")
+        }
+    }
+
+    /// A readable summary (the README explains every line).
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let verdict = if self.ok() { "PASS" } else { "FAIL" };
+        let _ = writeln!(s, "tid-sim: {verdict}  ({})", self.inputs_line());
+        let _ = writeln!(
+            s,
+            "  verified   {} of {} bytes, {} differ",
+            self.verified_bytes, self.requested_bytes, self.mismatched_bytes
+        );
+        let _ = writeln!(
+            s,
+            "  requests   {} ok, {} in error; {} segments",
+            self.requests, self.failed_requests, self.segments
+        );
+        let _ = writeln!(
+            s,
+            "  waits      {} for TID space, {} for a hardware flow; {} SYNC points",
+            self.tid_waits, self.flow_waits, self.syncs
+        );
+        let _ = writeln!(
+            s,
+            "  packets    {} sent, {} delivered, {} of them READ_RESPs the chip placed \
+             without telling software",
+            self.packets, self.delivered, self.suppressed
+        );
+        let injected = self.duplicated + self.stale_injected + self.reordered;
+        let fabric = Self::nonzero(&self.drops, "fabric_");
+        if injected == 0 && fabric == "none" {
+            let _ = writeln!(s, "  faults     none injected");
+        } else {
+            let _ = writeln!(
+                s,
+                "  faults     dropped: {fabric}; {} duplicated, {} stale copies, {} reordered",
+                self.duplicated, self.stale_injected, self.reordered
+            );
+        }
+        let _ = writeln!(
+            s,
+            "  discarded  by the requester: {}; by the responder: {}; {} malformed; \
+             {} KDETH errors",
+            Self::nonzero(&self.drops, "requester_"),
+            Self::nonzero(&self.drops, "responder_"),
             self.malformed,
-            self.resp_dropped,
-            self.kdeth_errors,
-            self.naks,
+            self.kdeth_errors
+        );
+        let _ = writeln!(
+            s,
+            "  recovery   {} restarts ({} by timeout), {} READ_REQs resent, {} NAKs",
+            self.restarts, self.timeouts, self.retransmits, self.naks
+        );
+        let _ = writeln!(
+            s,
+            "  link       {:.1} bytes per simulated us = {:.1}% of 100 Gb/s ({:.3} ms simulated)",
             self.sim_bytes_per_us(),
-            self.sim_ns as f64 / 1e6,
-            self.wall_mib_per_s(),
-            self.wall_secs,
-            self.restarts,
-            self.timeouts,
-            self.retransmits,
-            self.stale_dropped,
-            self.duplicated,
-            self.stale_injected,
-            self.reordered,
-            self.drops
-                .iter()
-                .filter(|(_, v)| **v > 0)
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            leaked.join(", "),
+            100.0 * self.link_utilisation(),
+            self.sim_ns as f64 / 1e6
+        );
+        self.speed_line(&mut s);
+        let held = Self::nonzero(&self.leaked, "");
+        let _ = writeln!(
+            s,
+            "  left held  {}; {} stuck QPs; {} engine errors",
+            if held == "none" { "nothing" } else { &held },
             self.stuck_qps,
-            self.engine_errors,
-            self.lock_checks,
-        )
+            self.engine_errors
+        );
+        let _ = writeln!(
+            s,
+            "  locks      {} acquisitions checked for order, no violation",
+            self.lock_checks
+        );
+        s
+    }
+
+    fn speed_line(&self, s: &mut String) {
+        let _ = write!(
+            s,
+            "  wall       {:.2} GB/s verified ({:.3} s)",
+            self.wall_bytes_per_s() / 1e9,
+            self.wall_secs
+        );
+        if self.memcpy_bytes_per_s > 0.0 {
+            let _ = write!(
+                s,
+                "; memcpy {:.2} GB/s on {}: {:.2} of it",
+                self.memcpy_bytes_per_s / 1e9,
+                show_size(self.memcpy_buffer_bytes),
+                self.wall_over_memcpy()
+            );
+        }
+        if self.peak_rss_bytes > 0 {
+            let _ = write!(
+                s,
+                "; peak RSS {} MiB",
+                self.peak_rss_bytes.div_ceil(1 << 20)
+            );
+        }
+        s.push('\n');
     }
 }

@@ -19,8 +19,14 @@
 //!   (a wake-up), a responder QP's send engine, or one delivery on either
 //!   link ([`Scenario::step`]).
 //!
-//! Simulated time advances with each packet delivered (a 100 Gb/s wire),
-//! for pcap timestamps and the simulated throughput.
+//! Simulated time advances with each packet delivered by its
+//! serialisation time on a 100 Gb/s wire, for the capture's wire times
+//! and the simulated throughput.
+//!
+//! An [`Observer`] ([`run_observed`]) sees the run as it goes: progress
+//! ([`Scenario::observe`]), samples of the state over simulated time
+//! ([`Scenario::sample`]) and every packet the fabric carried, after the
+//! fault injector ([`Scenario::seen`]).
 //!
 //! Faults (`--drop`, `--dup`, `--reorder`, `--stale`) act on both links
 //! ([`crate::fabric`]). The requester's retry timer runs on simulated
@@ -36,6 +42,8 @@ use std::collections::VecDeque;
 use std::io::Write;
 use std::time::Instant;
 
+use hfi1_hal::consts::NUM_TID_FLOWS;
+
 use hfi1_hal::Psn;
 use hfi1_hal::consts::PAGE_SIZE;
 use hfi1_hal::lock_order::{LockToken, Unlocked};
@@ -43,16 +51,19 @@ use tid_flow::Sge;
 use tid_harness::doubles::PageAllocator;
 use tid_harness::platform::SoftPlatform;
 use tid_harness::world::{Arrival, AtRequester, AtResponder, Setup, TwoNodes};
-use tid_read_proto::packet::MAX_PACKET;
 use tid_read_proto::rc::WcStatus;
 
 use crate::cli::Options;
 use crate::fabric::{Faults, Link, PacketKind};
-use crate::link::{Capture, WirePacket, ship};
+use crate::link::{WirePacket, ship};
+use crate::observe::{Fate, Observer, Progress, Seen, Taps};
 use crate::pcap::PcapWriter;
-pub use crate::report::Report;
+pub use crate::report::{QpReport, Report};
 use crate::rng::Rng;
+use crate::series::{Sample, Series};
 pub use crate::soak::soak_options;
+
+mod hooks;
 
 /// First IB PSN of every connection.
 const FIRST_PSN: u32 = 0x10;
@@ -76,6 +87,8 @@ const LINK_CREDITS: usize = 256;
 const MAX_IDLE_FIRES: u32 = 50;
 /// Wire speed for simulated time: bytes per nanosecond (100 Gb/s).
 const WIRE_BYTES_PER_NS: f64 = 12.5;
+/// Scheduler steps between progress reports.
+const PROGRESS_STEPS: u64 = 4096;
 
 /// A fragmented destination buffer of `bytes`: a seeded mix of contiguous
 /// runs (2..=64 pages) and single scattered pages, never adjacent to the
@@ -155,50 +168,59 @@ struct Clock {
     since_progress: u64,
     /// Timer expiries on an idle system since the last completion.
     idle_fires: u32,
+    /// Bytes the responder-to-requester link carried.
+    wire_to_requester: u64,
 }
 
 /// One run in progress.
-pub struct Scenario<'a, W: Write> {
+pub struct Scenario<'a, O: Observer> {
     nodes: TwoNodes<SoftPlatform>,
     /// Request sizes each requester QP has still to post.
     to_post: Vec<VecDeque<u32>>,
     to_responder: Link<WirePacket>,
     to_requester: Link<WirePacket>,
     rng: Rng,
-    pcap: Option<&'a mut PcapWriter<W>>,
-    erf_buf: Vec<u8>,
+    obs: &'a mut O,
     clock: Clock,
     acts: Vec<Act>,
     rep: Report,
     root: LockToken<'static, Unlocked>,
 }
 
-/// Runs one scenario. `pcap` receives every packet handed to the fabric.
+/// Runs one scenario. `pcap` receives every packet the fabric carried.
 pub fn run(opts: &Options, faults: RunFaults, pcap: Option<&mut PcapWriter<impl Write>>) -> Report {
+    let mut taps = Taps::none();
+    taps.pcap = pcap;
+    let mut rep = run_observed(opts, faults, &mut taps);
+    rep.engine_errors += taps.pcap_errors;
+    rep
+}
+
+/// Runs one scenario under `obs`.
+pub fn run_observed(opts: &Options, faults: RunFaults, obs: &mut impl Observer) -> Report {
     let wall = Instant::now();
     let checks_before = hfi1_hal::sim::lockdep::acquisitions();
-    let Some(mut s) = Scenario::new(opts, faults, pcap) else {
+    let Some(mut s) = Scenario::new(opts, faults, obs) else {
         return Report {
             engine_errors: 1,
             ..Report::default()
         };
     };
     s.start();
-    while s.step() == Flow::Continue {}
+    while s.step() == Flow::Continue {
+        s.observe();
+    }
+    s.report_progress();
     let mut rep = s.finish();
     rep.lock_checks = hfi1_hal::sim::lockdep::acquisitions().saturating_sub(checks_before);
     rep.wall_secs = wall.elapsed().as_secs_f64();
     rep
 }
 
-impl<'a, W: Write> Scenario<'a, W> {
+impl<'a, O: Observer> Scenario<'a, O> {
     /// Both nodes, the links and the work of every QP; `None` if a node
     /// cannot be built.
-    pub fn new(
-        opts: &Options,
-        faults: RunFaults,
-        pcap: Option<&'a mut PcapWriter<W>>,
-    ) -> Option<Self> {
+    pub fn new(opts: &Options, faults: RunFaults, obs: &'a mut O) -> Option<Self> {
         let nqps = opts.qps;
         let per_qp = (opts.bytes.div_ceil(u64::from(nqps))).div_ceil(u64::from(PAGE_SIZE))
             * u64::from(PAGE_SIZE);
@@ -230,8 +252,7 @@ impl<'a, W: Write> Scenario<'a, W> {
             to_responder: Link::new(faults.to_responder),
             to_requester: Link::new(faults.to_requester),
             rng: Rng::new(opts.seed),
-            pcap,
-            erf_buf: vec![0u8; MAX_PACKET + 64],
+            obs,
             clock: Clock {
                 last_progress: vec![0.0; nqps as usize],
                 ..Clock::default()
@@ -239,6 +260,13 @@ impl<'a, W: Write> Scenario<'a, W> {
             acts: Vec::with_capacity(5),
             rep: Report {
                 requested_bytes: per_qp * u64::from(nqps),
+                inputs: opts.clone(),
+                per_qp: (0..nqps)
+                    .map(|qp| QpReport {
+                        qp,
+                        ..QpReport::default()
+                    })
+                    .collect(),
                 ..Report::default()
             },
             root: LockToken::root(),
@@ -398,29 +426,60 @@ impl<'a, W: Write> Scenario<'a, W> {
         }
     }
 
-    /// Moves what one node's engines sent onto its link (and into the
-    /// capture): the requester's to the responder or the other way.
+    /// Moves what one node's engines sent onto its link: the requester's
+    /// to the responder or the other way. The packets the fault injector
+    /// dropped are shown to the observer and recycled.
     fn ship(&mut self, from_requester: bool) {
         let (outbox, link, interface) = if from_requester {
             (&mut self.nodes.to_responders, &mut self.to_responder, 0)
         } else {
             (&mut self.nodes.to_requesters, &mut self.to_requester, 1)
         };
-        let cap = Capture {
-            pcap: &mut self.pcap,
-            erf_buf: &mut self.erf_buf,
-            sim_ns: self.clock.ns,
-            interface,
-        };
-        ship(outbox, link, cap, &mut self.rng, &mut self.rep);
+        let dropped = ship(outbox, link, &mut self.rng);
+        for bytes in dropped {
+            self.seen(interface, self.clock.ns, &bytes, Fate::Dropped);
+            let outbox = if from_requester {
+                &mut self.nodes.to_responders
+            } else {
+                &mut self.nodes.to_requesters
+            };
+            outbox.recycle(bytes);
+        }
+    }
+
+    /// Shows the observer one packet the fabric carried (capture after
+    /// the fault injector), at wire time `at_ns`.
+    fn seen(&mut self, link: u8, at_ns: f64, bytes: &[u8], fate: Fate) {
+        if self.obs.wants_packets() {
+            self.obs.packet(&Seen {
+                time_ns: at_ns as u64,
+                link,
+                bytes,
+                fate,
+            });
+        }
+    }
+
+    /// Serialises a delivered packet on the wire: advances the clock by
+    /// its time at the link rate and returns when it started.
+    fn serialise(&mut self, len: usize) -> f64 {
+        let start = self.clock.ns;
+        self.clock.ns += len as f64 / WIRE_BYTES_PER_NS;
+        start
     }
 
     /// One packet crosses to the responder node.
     fn deliver_to_responder(&mut self) {
-        let Some(p) = self.to_responder.deliver(&mut self.rng) else {
+        let Some(d) = self.to_responder.deliver_marked(&mut self.rng) else {
             return;
         };
-        self.clock.ns += p.bytes.len() as f64 / WIRE_BYTES_PER_NS;
+        let p = d.packet;
+        let start = self.serialise(p.bytes.len());
+        let fate = Fate::Delivered {
+            origin: d.origin,
+            overtook: d.overtook,
+        };
+        self.seen(0, start, &p.bytes, fate);
         self.clock.since_progress = 0;
         match self.nodes.deliver_to_responder(&p.bytes, &mut self.root) {
             AtResponder::Received { .. } => {}
@@ -432,10 +491,17 @@ impl<'a, W: Write> Scenario<'a, W> {
     /// One packet crosses to the requester node; the QP it reached posts
     /// more.
     fn deliver_to_requester(&mut self) {
-        let Some(p) = self.to_requester.deliver(&mut self.rng) else {
+        let Some(d) = self.to_requester.deliver_marked(&mut self.rng) else {
             return;
         };
-        self.clock.ns += p.bytes.len() as f64 / WIRE_BYTES_PER_NS;
+        let p = d.packet;
+        let start = self.serialise(p.bytes.len());
+        let fate = Fate::Delivered {
+            origin: d.origin,
+            overtook: d.overtook,
+        };
+        self.seen(1, start, &p.bytes, fate);
+        self.clock.wire_to_requester += p.bytes.len() as u64;
         self.clock.since_progress = 0;
         let AtRequester { arrival, done } =
             self.nodes.deliver_to_requester(&p.bytes, &mut self.root);
@@ -460,14 +526,7 @@ impl<'a, W: Write> Scenario<'a, W> {
             self.clock.idle_fires = 0;
         }
         for d in done.into_iter().filter(|d| d.posted.is_some()) {
-            if d.completion.status == WcStatus::Success {
-                let data = d.data.unwrap_or_default();
-                self.rep.requests += 1;
-                self.rep.mismatched_bytes += data.mismatched;
-                self.rep.verified_bytes += data.verified;
-            } else {
-                self.rep.failed_requests += 1;
-            }
+            self.count_completion(&d);
         }
         self.post_more(i);
     }
@@ -476,6 +535,7 @@ impl<'a, W: Write> Scenario<'a, W> {
     pub fn finish(mut self) -> Report {
         let mut rep = std::mem::take(&mut self.rep);
         rep.sim_ns = self.clock.ns as u64;
+        self.finish_details(&mut rep);
         let s = self.nodes.requester_stats(&mut self.root);
         rep.segments = s.segments;
         rep.tid_waits = s.tid_waits;
