@@ -64,7 +64,7 @@ pub struct Options {
     pub request: u64,
     /// TID groups (8 RcvArray entries each) in the requester's receive
     /// context, 1..=256; at least enough for one segment (a 256K segment
-    /// of scattered pages needs 9). The default is tight enough that QPs
+    /// of scattered pages needs 8). The default is tight enough that QPs
     /// wait.
     #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub groups: u32,
@@ -269,13 +269,17 @@ fn parse_reorder(s: &str) -> Result<usize, String> {
     }
 }
 
-/// The fewest TID groups that hold one segment of `request`-byte READs
-/// laid out as the simulator lays out destination pages (any page may be
-/// a single scattered page): one RcvArray entry per page of a
-/// full segment, one more for a filler, in groups of 8.
+/// RcvArray entries one segment of `request`-byte READs may need, laid
+/// out as the simulator lays out destination pages (any page may be a
+/// single scattered page): one per page of a full segment.
+pub fn segment_entries(request: u64) -> u64 {
+    request.min(u64::from(MAX_SEGMENT_SIZE)) / u64::from(PAGE_SIZE)
+}
+
+/// The fewest TID groups (8 entries each) that hold one segment of
+/// `request`-byte READs: [`segment_entries`] rounded up to whole groups.
 pub fn min_groups(request: u64) -> u32 {
-    let seg_pages = request.min(u64::from(MAX_SEGMENT_SIZE)) / u64::from(PAGE_SIZE);
-    u32::try_from((seg_pages + 1).div_ceil(GROUP_SIZE)).unwrap_or(u32::MAX)
+    u32::try_from(segment_entries(request).div_ceil(GROUP_SIZE)).unwrap_or(u32::MAX)
 }
 
 impl Options {
@@ -300,7 +304,7 @@ impl Options {
                      needs {} RcvArray entries, {min} groups",
                     self.groups,
                     show_size(self.request.min(u64::from(MAX_SEGMENT_SIZE))),
-                    (self.request.min(u64::from(MAX_SEGMENT_SIZE)) / u64::from(PAGE_SIZE)) + 1,
+                    segment_entries(self.request),
                 ),
                 format!("use --groups {min} or more (every QP would wait forever)"),
             ));
@@ -493,7 +497,7 @@ mod tests {
             ),
             (&["--request", "8M"][..], "more than each QP's share"),
             (&["--request", "768K"][..], "not a whole number"),
-            (&["--groups", "1"][..], "9 groups"),
+            (&["--groups", "1"][..], "8 groups"),
             (&["--soak", "3", "--pcap", "f"][..], "--soak runs many"),
             (
                 &["--soak", "3", "--report", "f.svg"][..],
@@ -513,20 +517,21 @@ mod tests {
                 .contains("--bytes 64K")
         );
         assert!(
-            run(&["--groups", "8"])
+            run(&["--groups", "7"])
                 .unwrap_err()
                 .hint
-                .contains("--groups 9")
+                .contains("--groups 8")
         );
     }
 
     #[test]
     fn the_minimum_groups_follow_the_segment() {
-        assert_eq!(min_groups(1 << 20), 9);
-        assert_eq!(min_groups(256 << 10), 9);
+        assert_eq!(min_groups(1 << 20), 8);
+        assert_eq!(min_groups(256 << 10), 8);
         assert_eq!(min_groups(12 << 10), 1);
         assert_eq!(min_groups(60 << 10), 2);
-        assert!(run(&["--groups", "9"]).is_ok());
+        assert_eq!(min_groups(68 << 10), 3);
+        assert!(run(&["--groups", "8"]).is_ok());
         assert!(
             run(&[
                 "--qps",

@@ -89,9 +89,21 @@ fn panel(
     Ok(())
 }
 
-/// Points of one counter over time.
+/// Points of a value that holds until the next one: a step at each.
+fn steps(pts: impl IntoIterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for (t, v) in pts {
+        if let Some(&(_, prev)) = out.last() {
+            out.push((t, prev));
+        }
+        out.push((t, v));
+    }
+    out
+}
+
+/// Points of one counter over time (it holds between samples).
 fn line(s: &Series, f: impl Fn(&Sample) -> f64) -> Vec<(f64, f64)> {
-    s.samples.iter().map(|x| (ms(x.t_ns), f(x))).collect()
+    steps(s.samples.iter().map(|x| (ms(x.t_ns), f(x))))
 }
 
 /// The flat line of a capacity across the run.
@@ -156,11 +168,14 @@ fn draw(root: &Area<'_>, r: &Report, s: &Series) -> Fallible {
     let cap = f64::from(s.tid_capacity.first().copied().unwrap_or(1));
     let flows = f64::from(s.flow_capacity);
     let qps = f64::from(s.qps.max(1));
-    let tp: Vec<(f64, f64)> = s
-        .throughput_bps()
-        .into_iter()
-        .map(|(t, b)| (ms(t), b / 1e9))
-        .collect();
+    // Each interval's mean throughput, drawn over the interval it covers.
+    let mut tp = Vec::new();
+    let mut from = 0.0;
+    for (t, b) in s.throughput_bps() {
+        tp.push((from, b / 1e9));
+        tp.push((ms(t), b / 1e9));
+        from = ms(t);
+    }
     let link = LINK_BITS_PER_S / 1e9;
     let blue = RGBColor(31, 119, 180);
     let orange = RGBColor(230, 120, 20);
