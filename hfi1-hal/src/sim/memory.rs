@@ -10,14 +10,17 @@
 //!
 //! A page that was added but never written takes no page of host memory:
 //! it reads as zeros and is backed on its first write. A removed page's
-//! backing goes to a small spare list ([`SPARE_PAGES`] pages) for the next
-//! first write, so a simulation that adds and removes pages at a steady
-//! rate allocates nothing once warm. A first write that covers the whole
-//! page takes a spare page as it is (every byte is overwritten); a partial
-//! one zeroes it first, so a page always reads as zeros where it was not
-//! written. Host memory is therefore bounded by the pages written and not
-//! yet removed ([`SimMemory::peak_resident_pages`]), not by the pages ever
-//! added.
+//! backing goes to a spare list for the next first write, so a simulation
+//! that adds and removes pages at a steady rate allocates nothing once
+//! warm. A first write that covers the whole page takes a spare page as it
+//! is (every byte is overwritten); a partial one zeroes it first, so a
+//! page always reads as zeros where it was not written.
+//!
+//! A new backing is allocated only when the spare list is empty, so the
+//! pages written and not yet removed plus the spare ones never exceed the
+//! most pages written and not removed at any one time
+//! ([`SimMemory::peak_resident_pages`]): host memory is bounded by that
+//! peak, not by the pages ever added.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -30,10 +33,6 @@ const PAGE: usize = PAGE_SIZE as usize;
 
 /// One page of bytes.
 pub type Page = [u8; PAGE];
-
-/// Backed pages a [`SimMemory`] keeps for reuse after they are removed
-/// (4 MiB): enough for a few requests' pages completing at once.
-pub const SPARE_PAGES: usize = 1024;
 
 /// An access touched a page that was never allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -68,13 +67,12 @@ impl SimMemory {
         self.pages.entry(pfn).or_insert(None);
     }
 
-    /// Drops the page at frame `pfn`; its backing is kept for reuse.
+    /// Drops the page at frame `pfn`; its backing is kept for the next
+    /// first write.
     pub fn remove_page(&mut self, pfn: u64) {
         if let Some(Some(page)) = self.pages.remove(&pfn) {
             self.resident -= 1;
-            if self.spare.len() < SPARE_PAGES {
-                self.spare.push(page);
-            }
+            self.spare.push(page);
         }
     }
 
@@ -263,5 +261,23 @@ mod tests {
         m.write(3 * 4096, &[5; PAGE]).unwrap();
         assert!(m.page(3).unwrap().unwrap().iter().all(|&b| b == 5));
         assert_eq!(m.peak_resident_pages(), 1);
+    }
+
+    #[test]
+    fn backing_never_exceeds_the_peak() {
+        let mut m = SimMemory::new();
+        for round in 0..50u64 {
+            // A wave of up to 40 pages written, then removed.
+            let n = 10 + (round * 7) % 31;
+            for k in 0..n {
+                m.add_page(round * 100 + k);
+                m.write((round * 100 + k) * 4096, &[1; PAGE]).unwrap();
+            }
+            for k in 0..n {
+                m.remove_page(round * 100 + k);
+            }
+            assert!(m.resident_pages() + m.spare.len() <= m.peak_resident_pages());
+        }
+        assert_eq!(m.peak_resident_pages(), 40);
     }
 }
