@@ -3,6 +3,20 @@
 //! instruction-count driver (`src/bin/instr.rs`, run by `instr.sh` under
 //! cachegrind beside the C reference in `c-ref/`). The inputs are
 //! described in `benches/README.md` and in each benchmark file's doc.
+//!
+//! # Example
+//!
+//! The three 64-page inputs and what the page-set walk makes of them:
+//!
+//! ```
+//! use benches::{contiguous, mixed, scattered};
+//! use tid_alloc::find_phys_blocks;
+//!
+//! let sets = |pages: &[u64], pmtu| find_phys_blocks(pages, pmtu).unwrap().len();
+//! assert_eq!(sets(&contiguous(), 4096), 2); // one 256 KiB set and a filler
+//! assert_eq!(sets(&scattered(), 4096), 64); // one set per page
+//! assert_eq!((sets(&mixed(), 4096), sets(&mixed(), 8192)), (18, 40));
+//! ```
 
 use hfi1_hal::{RcvArray, RcvType};
 

@@ -26,6 +26,35 @@
 //!
 //! The crate is `no_std`; the `sim` feature needs `alloc` only.
 //!
+//! # Example
+//!
+//! The words the engine writes, typed (SPEC §3), and the lock order as
+//! the compiler sees it (SPEC §4): `exp_lock` opens only with the token
+//! of a held `s_lock`.
+//!
+//! ```
+//! use hfi1_hal::lock_order::{ExpLock, Lock, LockToken, SLock};
+//! use hfi1_hal::sync::SpinLock;
+//! use hfi1_hal::{FlowPsn, FlowTableReg, Generation, TidCtrl, TidEntry};
+//!
+//! // A TID entry for an entry pair at pair index 3, 2 pages: IDX, CTRL, LEN.
+//! let e = TidEntry::new(3, TidCtrl::Pair, 2).unwrap();
+//! assert_eq!(e.raw(), 3 << 22 | 3 << 20 | 2);
+//! // A flow register set up for generation 5 expects flow PSN 5 << 11.
+//! let g = Generation::new(5).unwrap();
+//! let reg = FlowTableReg::for_generation(g);
+//! assert_eq!(reg.next_psn(), FlowPsn::new(g, 0));
+//! assert!(reg.has(FlowTableReg::FLOW_VALID) && reg.has(FlowTableReg::HDR_SUPP_EN));
+//!
+//! let s_lock: Lock<SLock, SpinLock, u32> = Lock::new(1);
+//! let exp_lock: Lock<ExpLock, SpinLock, u32> = Lock::new(2);
+//! let mut root = LockToken::root();
+//! let mut s = s_lock.lock(&mut root);
+//! let exp = exp_lock.lock(s.token());
+//! assert_eq!(*exp, 2);
+//! // `s_lock.lock(exp.token())` would not compile: no edge back.
+//! ```
+//!
 //! # Locking
 //!
 //! Nothing here takes a lock of the order on its own. The contracts the

@@ -18,6 +18,28 @@
 //! lints and tests everything else. Without features the crate is what
 //! the rebuilt `hfi1.ko` links: no simulator, harness or self-test code.
 //!
+//! # Example
+//!
+//! What the rebuilt `hfi1.ko` calls instead of the driver's own code, as C
+//! calls it: `hfi1_kern_reserve_flow()`'s bitmap step under `exp_lock`
+//! (reuse the QP's last flow if free, else the lowest free one, else
+//! `-EAGAIN`), and the flow generation's step over the reserved value.
+//!
+//! ```
+//! use kmod_glue::abi::hfi1_tid_generation_next;
+//! use kmod_glue::errno::EAGAIN;
+//! use kmod_glue::route::hfi1_tid_flow_reserve;
+//!
+//! let mut mask: u32 = 0b1; // flow 0 in use
+//! // SAFETY: `mask` is a live u32 for the whole call.
+//! assert_eq!(unsafe { hfi1_tid_flow_reserve(&mut mask, 5) }, 5); // the QP's last flow
+//! assert_eq!(unsafe { hfi1_tid_flow_reserve(&mut mask, -1) }, 1); // the lowest free
+//! mask = u32::MAX;
+//! assert_eq!(unsafe { hfi1_tid_flow_reserve(&mut mask, 3) }, -EAGAIN);
+//! // 0xFFFFF is the reserved generation: the step skips it.
+//! assert_eq!(hfi1_tid_generation_next(0xFFFFE), 0);
+//! ```
+//!
 //! # Locking
 //!
 //! The routed stateless functions (`route.rs`, `abi.rs`) take no lock and

@@ -99,6 +99,50 @@
 //! wake.deliver(&qp, &state.flags, token, &sched);
 //! ```
 //!
+//! # Example
+//!
+//! QP 2 finds no flow and waits on the flow queue; QP 1 releases one and,
+//! once out of `exp_lock`, wakes the head: QP 2's trigger work is queued
+//! and, when it runs, finds the QP still waiting and runs its send
+//! engine.
+//!
+//! ```
+//! use hfi1_hal::lock_order::{ExpLock, Lock, LockToken};
+//! use hfi1_hal::sim::{SimRef, SimScheduler};
+//! use hfi1_hal::sync::SpinLock;
+//! use qp_wait::{DevCounters, Qp, QueueKind, SendState, WaitPlatform, WaitQueues};
+//! enum T {}
+//! impl WaitPlatform for T {
+//!     type Lock = SpinLock;
+//!     type Ext = ();
+//!     type Ref = SimRef<Qp<T>>;
+//!     type Sched = SimScheduler<SimRef<Qp<T>>>;
+//! }
+//! let new_qp = |qpn, slot| SimRef::new(Qp::<T>::new(qpn, slot, 0, Lock::new(SendState::default())));
+//! let (one, two) = (new_qp(1, 0), new_qp(2, 1));
+//! let exp: Lock<ExpLock, SpinLock, WaitQueues<SimRef<Qp<T>>>> =
+//!     Lock::new(WaitQueues::new(2).unwrap());
+//! let (sched, dev) = (SimScheduler::new(), DevCounters::new());
+//! let mut root = LockToken::root();
+//! {
+//!     let mut s = two.s_lock.lock(&mut root);
+//!     let (state, token) = s.parts();
+//!     let mut e = exp.lock(token);
+//!     e.enqueue(QueueKind::Flow, &two, &mut state.flags, &dev).unwrap();
+//! }
+//! assert!(two.s_lock.lock(&mut root).waiting());
+//! {
+//!     let mut s = one.s_lock.lock(&mut root);
+//!     let (state, token) = s.parts();
+//!     let wake = exp.lock(token).first(QueueKind::Flow); // QP 2, referenced
+//!     wake.deliver(&one, &state.flags, token, &sched); // exp_lock released
+//! }
+//! let (_, qp) = sched.pop_work().unwrap(); // QP 2's trigger work
+//! let mut ran = false;
+//! qp_wait::trigger_resume::<T>(qp, &mut root, |_, _| ran = true);
+//! assert!(ran && dev.tid_waits() == 1);
+//! ```
+//!
 //! **References.** A queued QP is kept alive by the reference its queue
 //! link holds; leaving the queue drops it. A wake-up carries its own
 //! reference, handed to the work item when it is queued and dropped at

@@ -113,6 +113,39 @@
 //! 128 bytes, so a context holding it can be built on a kernel stack.
 //! [`TidAlloc`] is about 420 bytes, [`Programmed`] about 260, [`PageSets`]
 //! about 1.5 KiB.
+//!
+//! # Example
+//!
+//! One 256 KiB segment on the software chip's RcvArray: its pages become
+//! page sets, the sets get TIDs from the context's groups, programming
+//! writes the RcvArray and yields the TID entries the requester sends,
+//! and unprogramming gives it all back.
+//!
+//! ```
+//! use hfi1_hal::sim::SimContext;
+//! use tid_alloc::{Programmed, TidAlloc, TidGroups, find_phys_blocks};
+//!
+//! // 64 pages in 8 runs of 8 contiguous pages, the runs apart.
+//! let pages: Vec<u64> = (0..64u64).map(|i| (0x1000 + (i / 8) * 0x100 + i % 8) << 12).collect();
+//! let mut sets = find_phys_blocks(&pages, 4096).unwrap();
+//! assert_eq!(sets.len(), 8); // one 32 KiB set per run
+//! for s in sets.iter_mut() {
+//!     s.dma = s.addr; // the sim's DMA map is the identity
+//! }
+//!
+//! // A context of 16 groups (128 entries) at expected base 0.
+//! let mut chip = SimContext::new(0, 128);
+//! let mut groups = TidGroups::new(0, 16).unwrap();
+//! let (mut alloc, mut prog) = (TidAlloc::default(), Programmed::default());
+//! groups.allocate_into(&sets, &mut alloc).unwrap();
+//! groups.program_into(&mut chip, &alloc, &sets, 4096, &mut prog).unwrap();
+//! assert_eq!(chip.expected_entries(), 8);
+//! assert_eq!(prog.tid_entries.len(), 4); // four pairs of entries
+//! assert_eq!(prog.npkts, 64); // one READ_RESP per page
+//! assert_eq!(groups.entries_in_use(), 8);
+//! groups.unprogram(&mut chip, &alloc).unwrap();
+//! assert_eq!((chip.expected_entries(), groups.entries_in_use()), (0, 0));
+//! ```
 #![cfg_attr(not(test), no_std)]
 #![cfg_attr(
     not(test),

@@ -24,6 +24,43 @@
 //! counted QP references, FIFO scheduler, identity DMA, lock-order
 //! checker).
 //!
+//! # Example
+//!
+//! Allocate and program one 256 KiB segment of 64 scattered pages on the
+//! software chip, look at what the requester would send, and clear it
+//! (feature `sim`):
+//!
+#![cfg_attr(feature = "sim", doc = "```")]
+#![cfg_attr(not(feature = "sim"), doc = "```ignore")]
+//! use hfi1_hal::lock_order::LockToken;
+//! use hfi1_hal::services::AllocContext;
+//! use tid_flow::sim::{new_ctxt, new_qp};
+//! use tid_flow::{QpLocked, Sge, TidRequest, exp_rcv_clear, exp_rcv_setup, setup_hw_flow};
+//!
+//! // A receive context of 16 TID groups (128 RcvArray entries), one QP.
+//! let rcd = new_ctxt(1, 0, 16, 4, 7).unwrap();
+//! let qp = new_qp(0x10, 0, 0);
+//! let mut root = LockToken::root();
+//! let mut req = TidRequest::new(256 << 10, 6, 4096);
+//! req.alloc_flows(&rcd.mem, AllocContext::MaySleep).unwrap();
+//!
+//! // 64 pages, no two of them contiguous.
+//! let sges: Vec<Sge> = (0..64)
+//!     .map(|i| Sge { vaddr: 0x10_0000 + 2 * i * 4096, length: 4096 })
+//!     .collect();
+//!
+//! // The driver enters with the QP's s_lock held; exp_lock is taken inside.
+//! let mut g = qp.s_lock.lock(&mut root);
+//! setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
+//! exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+//! let f = req.flow(0).unwrap();
+//! assert_eq!(f.pagesets.len(), 64); // one RcvArray entry per page
+//! assert_eq!(f.npkts, 64); // one READ_RESP per page at a 4 KiB MTU
+//! assert!(!f.tid_entries.is_empty() && f.is_programmed());
+//! exp_rcv_clear(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
+//! assert!(req.flow(0).is_none_or(|f| !f.is_programmed()));
+//! ```
+//!
 //! # Locking
 //!
 //! | state | lock | how it is reached |

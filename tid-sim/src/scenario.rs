@@ -26,7 +26,7 @@
 //! An [`Observer`] ([`run_observed`]) sees the run as it goes: progress
 //! ([`Scenario::observe`]), samples of the state over simulated time
 //! ([`Scenario::sample`]) and every packet the fabric carried, after the
-//! fault injector ([`Scenario::seen`]).
+//! fault injector (`Scenario::seen`).
 //!
 //! Faults (`--drop`, `--dup`, `--reorder`, `--stale`) act on both links
 //! ([`crate::fabric`]). The requester's retry timer runs on simulated

@@ -36,7 +36,7 @@ impl<O: Observer> Scenario<'_, O> {
         }
     }
 
-    /// After a step: progress every [`PROGRESS_STEPS`] steps, a sample
+    /// After a step: progress every `PROGRESS_STEPS` steps, a sample
     /// when one is due.
     pub fn observe(&mut self) {
         if self.rep.steps % PROGRESS_STEPS == 0 {
