@@ -20,6 +20,8 @@
 
 use hfi1_hal::{RcvArray, RcvType};
 
+pub mod read_segment;
+
 /// Bytes of one page.
 pub const PAGE: u64 = 4096;
 

@@ -7,8 +7,8 @@
 //! the count: the setup, the process start and the exit cancel out, what
 //! is left is the operation's own cost, the same on a loaded machine as on
 //! a quiet one. The ops and inputs are those of the criterion benchmarks
-//! (`benches/tid_alloc.rs`, `benches/flow.rs`), under the same names as the
-//! C reference driver (`c-ref/driver.c`).
+//! (`benches/tid_alloc.rs`, `benches/flow.rs`, `benches/read_segment.rs`),
+//! under the same names as the C reference driver (`c-ref/driver.c`).
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -22,8 +22,9 @@ use tid_alloc::{
 };
 use tid_flow::HwFlows;
 
-/// Every op name, in the order `instr.sh` reports them.
-const OPS: [&str; 12] = [
+/// Every op name, in the order `instr.sh` reports them (the
+/// `read_segment` ops have no C counterpart: the C is the whole driver).
+const OPS: [&str; 14] = [
     "find_phys_blocks/4k/contiguous",
     "find_phys_blocks/4k/scattered",
     "find_phys_blocks/4k/mixed",
@@ -36,6 +37,8 @@ const OPS: [&str; 12] = [
     "tid_cycle/scattered/8192",
     "flow/reserve_release",
     "flow/reserve_setup_release",
+    "read_segment/scattered",
+    "read_segment/contiguous",
 ];
 
 fn pages_of(name: &str) -> Option<Vec<u64>> {
@@ -101,6 +104,19 @@ fn flow(with_setup: bool, n: u64) -> Option<()> {
     (flows.free_count() == 32).then_some(())
 }
 
+/// One 256 KiB READ segment end to end (`benches::read_segment`); the
+/// setup (and one cycle, so the first-use allocations are outside the
+/// count) happens for `n` = 0 too.
+fn read_segment(scattered: bool, n: u64) -> Option<()> {
+    let mut root = hfi1_hal::lock_order::LockToken::root();
+    let mut s = benches::read_segment::Segment::new(scattered);
+    black_box(s.cycle(&mut root));
+    for _ in 0..n {
+        black_box(s.cycle(&mut root));
+    }
+    (s.live_mappings() == 0).then_some(())
+}
+
 fn run(op: &str, n: u64) -> Option<()> {
     let parts: Vec<&str> = op.split('/').collect();
     match parts.as_slice() {
@@ -108,6 +124,8 @@ fn run(op: &str, n: u64) -> Option<()> {
         ["tid_cycle", input, pmtu] => tid_cycle(&pages_of(input)?, pmtu.parse().ok()?, n),
         ["flow", "reserve_release"] => flow(false, n),
         ["flow", "reserve_setup_release"] => flow(true, n),
+        ["read_segment", "scattered"] => read_segment(true, n),
+        ["read_segment", "contiguous"] => read_segment(false, n),
         _ => None,
     }
 }
