@@ -18,6 +18,17 @@ use crate::series::Series;
 /// Link rate of the simulated wire, bits per second (100 Gb/s).
 pub const LINK_BITS_PER_S: f64 = 100e9;
 
+/// A rate in bytes per second, in GB/s, MB/s or kB/s (powers of 1000).
+fn rate(b: f64) -> String {
+    if b >= 1e9 {
+        format!("{:.2} GB/s", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.1} MB/s", b / 1e6)
+    } else {
+        format!("{:.1} kB/s", b / 1e3)
+    }
+}
+
 /// One requester QP's share of the run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QpReport {
@@ -330,15 +341,15 @@ impl Report {
     fn speed_line(&self, s: &mut String) {
         let _ = write!(
             s,
-            "  wall       {:.2} GB/s verified ({:.3} s)",
-            self.wall_bytes_per_s() / 1e9,
+            "  wall       {} verified ({:.3} s)",
+            rate(self.wall_bytes_per_s()),
             self.wall_secs
         );
         if self.memcpy_bytes_per_s > 0.0 {
             let _ = write!(
                 s,
-                "; memcpy {:.2} GB/s on {}: {:.2} of it",
-                self.memcpy_bytes_per_s / 1e9,
+                "; memcpy {} on {}: {:.3} of it",
+                rate(self.memcpy_bytes_per_s),
                 show_size(self.memcpy_buffer_bytes),
                 self.wall_over_memcpy()
             );

@@ -211,6 +211,7 @@ pub fn run_observed(opts: &Options, faults: RunFaults, obs: &mut impl Observer) 
         s.observe();
     }
     s.report_progress();
+    s.last_sample();
     let mut rep = s.finish();
     rep.lock_checks = hfi1_hal::sim::lockdep::acquisitions().saturating_sub(checks_before);
     rep.wall_secs = wall.elapsed().as_secs_f64();

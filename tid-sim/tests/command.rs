@@ -145,12 +145,33 @@ fn the_report_picture_has_every_series() {
         "--report",
         svg.to_str().unwrap(),
         "-q",
+        "--json",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
+    let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).unwrap();
     let s = std::fs::read_to_string(&svg).unwrap();
     assert!(s.starts_with("<svg"), "{}", &s[..80]);
     for label in tid_sim::picture::LABELS {
         assert!(s.contains(label), "no {label:?} in the SVG");
     }
+    // Every line has points (a polyline of more than its two ends), and
+    // the restart marks count what the run counted.
+    assert!(
+        s.matches("<polyline").count() >= 8,
+        "{}",
+        s.matches("<polyline").count()
+    );
+    let restarts = v["restarts"].as_u64().unwrap();
+    assert!(restarts > 0);
+    assert!(
+        s.contains(&format!("restart: {restarts}")),
+        "the marks count every restart"
+    );
+    let timeouts = v["timeouts"].as_u64().unwrap();
+    assert!(s.contains(&format!("timeout: {timeouts}")));
+    assert!(
+        v.get("series").is_none(),
+        "the series is in the JSON only with --json-series"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -50,6 +50,15 @@ impl<O: Observer> Scenario<'_, O> {
         }
     }
 
+    /// At the end of the run: the last sample, so the series ends where
+    /// the run did.
+    pub fn last_sample(&mut self) {
+        if self.obs.sample_due_ns().is_some() {
+            let s = self.sample();
+            self.obs.sample(s);
+        }
+    }
+
     /// True if requester `i` has nothing left to post or complete.
     fn qp_done(&self, i: usize) -> bool {
         self.to_post.get(i).is_none_or(VecDeque::is_empty) && self.nodes.posted(i).next().is_none()
