@@ -37,7 +37,7 @@ fn joined(text: &str) -> String {
 }
 
 /// Section `n` of the contract: from its `## n.` heading to the next.
-fn section<'a>(spec: &'a str, n: u32) -> Option<&'a str> {
+fn section(spec: &str, n: u32) -> Option<&str> {
     let start = spec.find(&format!("\n## {n}. "))?;
     let rest = &spec[start + 1..];
     let end = rest[3..].find("\n## ").map_or(rest.len(), |e| e + 3);
