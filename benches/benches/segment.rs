@@ -25,36 +25,21 @@
 #![allow(missing_docs)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
+use benches::{IdDma, bench_ctxt};
 use criterion::{Criterion, criterion_group, criterion_main};
 use hfi1_hal::lock_order::{Lock, LockToken, Unlocked};
-use hfi1_hal::services::{AllocContext, DmaError, DmaMap};
-use hfi1_hal::sim::{SimAllocator, SimContext, SimRandom, SimRef, SimScheduler};
+use hfi1_hal::services::AllocContext;
+use hfi1_hal::sim::{SimAllocator, SimContext, SimRef, SimScheduler};
 use hfi1_hal::sync::SpinLock;
 use qp_wait::{DevCounters, Qp, SendState, WaitPlatform};
 use tid_flow::{
-    CtxtParts, FlowPlatform, QpFlowState, QpLocked, RcvCtxt, Sge, SgeCursor, TidRequest,
-    exp_rcv_clear, exp_rcv_setup, setup_hw_flow,
+    FlowPlatform, QpFlowState, QpLocked, RcvCtxt, Sge, SgeCursor, TidRequest, exp_rcv_clear,
+    exp_rcv_setup, setup_hw_flow,
 };
 
 enum Bench {}
-
-/// Identity DMA mapping that counts live mappings.
-#[derive(Default)]
-struct IdDma(AtomicI64);
-
-impl DmaMap for IdDma {
-    fn map(&self, page: u64, _len: u32) -> Result<u64, DmaError> {
-        self.0.fetch_add(1, Ordering::Relaxed);
-        Ok(page)
-    }
-
-    fn unmap(&self, _bus: u64, _len: u32) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
 
 #[derive(Default)]
 struct Ext {
@@ -87,20 +72,7 @@ const PAGE: u64 = 4096;
 const SEG: u32 = 64 * 4096;
 
 fn ctxt() -> Box<RcvCtxt<Bench>> {
-    let mut chip = SimContext::new(0, 16 * 8);
-    chip.set_logging(false);
-    let parts = CtxtParts {
-        ctxt: 1,
-        chip,
-        expected_base: 0,
-        ngroups: 16,
-        qp_slots: 4,
-        sched: SimScheduler::new(),
-        dma: IdDma::default(),
-        mem: SimAllocator::new(),
-        dev: Arc::new(DevCounters::new()),
-    };
-    Box::new(RcvCtxt::new(parts, &mut SimRandom::new(1)).expect("context"))
+    bench_ctxt()
 }
 
 fn scattered(base: u64) -> Vec<Sge> {
@@ -154,7 +126,7 @@ fn segment(c: &mut Criterion) {
     ] {
         g.bench_function(name, |b| b.iter(|| cycle(&rcd, &mut q, &sges, &mut root)));
     }
-    assert_eq!(rcd.dma.0.load(Ordering::Relaxed), 0);
+    assert_eq!(rcd.dma.live(), 0);
 
     g.bench_function("contention/2threads", |b| {
         b.iter_custom(|iters| {

@@ -18,9 +18,71 @@
 //! assert_eq!((sets(&mixed(), 4096), sets(&mixed(), 8192)), (18, 40));
 //! ```
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use hfi1_hal::lock_order::NewRawSpinLock;
+use hfi1_hal::services::{DmaError, DmaMap};
+use hfi1_hal::sim::{SimAllocator, SimContext, SimRandom, SimScheduler};
 use hfi1_hal::{RcvArray, RcvType};
+use qp_wait::{DevCounters, WaitPlatform};
+use tid_flow::{CtxtParts, FlowPlatform, RcvCtxt};
 
 pub mod read_segment;
+
+/// Identity DMA mapping that only counts live mappings (the sim's
+/// `SimDma` keeps a map of every mapping for its checks, which would
+/// dominate a scattered segment's figures).
+#[derive(Debug, Default)]
+pub struct IdDma(AtomicI64);
+
+impl IdDma {
+    /// Mappings live now.
+    pub fn live(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl DmaMap for IdDma {
+    fn map(&self, page: u64, _len: u32) -> Result<u64, DmaError> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(page)
+    }
+
+    fn unmap(&self, _bus: u64, _len: u32) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The benchmarks' receive context: 16 TID groups at expected base 0 on
+/// the software chip (call log off), room for 4 QPs, [`IdDma`], counted
+/// memory, flow generations from seed 1.
+pub fn bench_ctxt<P>() -> Box<RcvCtxt<P>>
+where
+    P: FlowPlatform<
+            Chip = SimContext,
+            Dma = IdDma,
+            Mem = SimAllocator,
+            Dev = Arc<DevCounters>,
+            Sched = SimScheduler<<P as WaitPlatform>::Ref>,
+        >,
+    P::Lock: NewRawSpinLock,
+{
+    let mut chip = SimContext::new(0, 16 * 8);
+    chip.set_logging(false);
+    let parts = CtxtParts {
+        ctxt: 1,
+        chip,
+        expected_base: 0,
+        ngroups: 16,
+        qp_slots: 4,
+        sched: SimScheduler::new(),
+        dma: IdDma::default(),
+        mem: SimAllocator::new(),
+        dev: Arc::new(DevCounters::new()),
+    };
+    Box::new(RcvCtxt::new(parts, &mut SimRandom::new(1)).expect("context"))
+}
 
 /// Bytes of one page.
 pub const PAGE: u64 = 4096;

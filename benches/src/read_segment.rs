@@ -22,16 +22,12 @@
 //! checker), as in `benches/segment.rs`. [`Segment::cycle`] is one
 //! iteration; the state after it is the state before it.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
-
 use hfi1_hal::Psn;
 use hfi1_hal::lock_order::{LockToken, Unlocked};
-use hfi1_hal::services::{DmaError, DmaMap};
-use hfi1_hal::sim::{SimAllocator, SimContext, SimRandom, SimRef, SimScheduler};
+use hfi1_hal::sim::SimRef;
 use hfi1_hal::sync::SpinLock;
-use qp_wait::{DevCounters, Qp};
-use tid_flow::{CtxtParts, RcvCtxt, Sge};
+use qp_wait::Qp;
+use tid_flow::{RcvCtxt, Sge};
 use tid_harness::world::{Setup, new_qp};
 use tid_read_proto::packet::{self, MAX_PACKET, Parsed};
 use tid_read_proto::qp::{self as tqp, TidQp};
@@ -41,20 +37,7 @@ use tid_read_proto::read_resp::RespBuilder;
 use tid_read_proto::requester::{ChipFlow, ReadWr};
 use tid_read_proto::wire::{aeth, read_resp};
 
-/// Identity DMA mapping that counts live mappings.
-#[derive(Debug, Default)]
-pub struct IdDma(AtomicI64);
-
-impl DmaMap for IdDma {
-    fn map(&self, page: u64, _len: u32) -> Result<u64, DmaError> {
-        self.0.fetch_add(1, Ordering::Relaxed);
-        Ok(page)
-    }
-
-    fn unmap(&self, _bus: u64, _len: u32) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
+use crate::{IdDma, bench_ctxt};
 
 tid_harness::sim_platform! {
     /// The READ engines on the software chip with a plain spin lock and
@@ -101,20 +84,7 @@ impl Segment {
     /// are `scattered` (no two contiguous) or one contiguous run.
     pub fn new(scattered: bool) -> Self {
         let setup = Setup::default();
-        let mut chip = SimContext::new(0, 16 * 8);
-        chip.set_logging(false);
-        let parts = CtxtParts {
-            ctxt: 1,
-            chip,
-            expected_base: 0,
-            ngroups: 16,
-            qp_slots: 4,
-            sched: SimScheduler::new(),
-            dma: IdDma::default(),
-            mem: SimAllocator::new(),
-            dev: Arc::new(DevCounters::new()),
-        };
-        let rcd = Box::new(RcvCtxt::new(parts, &mut SimRandom::new(1)).expect("context"));
+        let rcd = bench_ctxt::<Bench>();
         let (conn, _) = setup.connections(0);
         let qp = new_qp::<Bench>(conn.verbs_qpn, 0, 0, conn, setup.first_psn);
         let sges = if scattered {
@@ -225,6 +195,6 @@ impl Segment {
 
     /// DMA mappings still live (0 between cycles).
     pub fn live_mappings(&self) -> i64 {
-        self.rcd.dma.0.load(Ordering::Relaxed)
+        self.rcd.dma.live()
     }
 }

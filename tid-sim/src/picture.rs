@@ -14,6 +14,7 @@
 //!    each, a mark wherever the count rose (its label says how many).
 
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::report::{LINK_BITS_PER_S, Report};
@@ -48,6 +49,20 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
+/// A panel's chart.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The legend box of a panel, upper right.
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>) -> Fallible {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.85))
+        .draw()?;
+    Ok(())
+}
+
 /// Draws one panel of lines: `(label, colour, dashed, points)`.
 fn panel(
     area: &Area<'_>,
@@ -80,13 +95,7 @@ fn panel(
         .label(*label)
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.85))
-        .draw()?;
-    Ok(())
+    legend(&mut chart)
 }
 
 /// Points of a value that holds until the next one: a step at each.
@@ -104,6 +113,15 @@ fn steps(pts: impl IntoIterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
 /// Points of one counter over time (it holds between samples).
 fn line(s: &Series, f: impl Fn(&Sample) -> f64) -> Vec<(f64, f64)> {
     steps(s.samples.iter().map(|x| (ms(x.t_ns), f(x))))
+}
+
+/// The colour of a capacity line: the link rate red, the others grey.
+fn value_grey(label: &str) -> RGBColor {
+    if label == LABELS[7] {
+        RED
+    } else {
+        RGBColor(120, 120, 120)
+    }
 }
 
 /// The flat line of a capacity across the run.
@@ -147,13 +165,7 @@ fn marks(area: &Area<'_>, s: &Series, x_max: f64) -> Fallible {
             .label(format!("{name}: {total}"))
             .legend(move |(x, y)| TriangleMarker::new((x + 10, y), 5, colour.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.85))
-        .draw()?;
-    Ok(())
+    legend(&mut chart)
 }
 
 fn draw(root: &Area<'_>, r: &Report, s: &Series) -> Fallible {
@@ -180,31 +192,34 @@ fn draw(root: &Area<'_>, r: &Report, s: &Series) -> Fallible {
     let blue = RGBColor(31, 119, 180);
     let orange = RGBColor(230, 120, 20);
     let green = RGBColor(30, 150, 60);
-    let grey = RGBColor(120, 120, 120);
     let tid0 = line(s, |x| {
         f64::from(x.tid_entries.first().copied().unwrap_or(0))
     });
     let flows_used = line(s, |x| f64::from(x.flows));
     let wait_flow = line(s, |x| f64::from(x.wait_flow));
     let wait_tid = line(s, |x| f64::from(x.wait_tid));
+    // A value against its capacity (dashed), with headroom above.
+    let against = |title, y, value: Line<'static>, cap_label, cap: f64| -> Panel<'static> {
+        let lines = vec![
+            value,
+            (cap_label, value_grey(cap_label), true, flat(x_max, cap)),
+        ];
+        (title, y, cap * 1.2, lines)
+    };
     let panels: [Panel<'_>; 4] = [
-        (
+        against(
             "TID entries in use",
             "entries",
-            cap * 1.15,
-            vec![
-                (LABELS[0], blue, false, tid0),
-                (LABELS[1], grey, true, flat(x_max, cap)),
-            ],
+            (LABELS[0], blue, false, tid0),
+            LABELS[1],
+            cap,
         ),
-        (
+        against(
             "hardware flows in use",
             "flows",
-            flows * 1.15,
-            vec![
-                (LABELS[2], green, false, flows_used),
-                (LABELS[3], grey, true, flat(x_max, flows)),
-            ],
+            (LABELS[2], green, false, flows_used),
+            LABELS[3],
+            flows,
         ),
         (
             "QPs waiting, by queue",
@@ -215,14 +230,12 @@ fn draw(root: &Area<'_>, r: &Report, s: &Series) -> Fallible {
                 (LABELS[5], blue, false, wait_tid),
             ],
         ),
-        (
+        against(
             "throughput, responder to requester",
             "Gb/s",
-            link * 1.25,
-            vec![
-                (LABELS[6], blue, false, tp),
-                (LABELS[7], RED, true, flat(x_max, link)),
-            ],
+            (LABELS[6], blue, false, tp),
+            LABELS[7],
+            link,
         ),
     ];
     for (area, (title, y, y_max, lines)) in areas.iter().zip(panels) {

@@ -28,24 +28,29 @@ fn style(template: &str) -> ProgressStyle {
 }
 
 impl ProgressBar {
-    /// A bar over `total` bytes of one run.
-    pub fn run(total: u64) -> Self {
+    /// A bar on stderr over `total`, drawn with `template`, redrawn five
+    /// times a second.
+    fn new(total: u64, template: &str) -> Self {
         let b = indicatif::ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-        b.set_style(style(
-            "{spinner} [{bar:30}] {bytes}/{total_bytes} verified, {msg}, ETA {eta}",
-        ));
+        b.set_style(style(template));
         b.enable_steady_tick(Duration::from_millis(200));
         Self(b)
     }
 
+    /// A bar over `total` bytes of one run.
+    pub fn run(total: u64) -> Self {
+        Self::new(
+            total,
+            "{spinner} [{bar:30}] {bytes}/{total_bytes} verified, {msg}, ETA {eta}",
+        )
+    }
+
     /// A bar over `seeds` soak seeds.
     pub fn soak(seeds: u64) -> Self {
-        let b = indicatif::ProgressBar::with_draw_target(Some(seeds), ProgressDrawTarget::stderr());
-        b.set_style(style(
+        Self::new(
+            seeds,
             "{spinner} [{bar:30}] seed {pos}/{len}, {msg}, ETA {eta}",
-        ));
-        b.enable_steady_tick(Duration::from_millis(200));
-        Self(b)
+        )
     }
 
     /// Shows where a run stands.

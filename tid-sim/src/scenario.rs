@@ -469,19 +469,30 @@ impl<'a, O: Observer> Scenario<'a, O> {
         start
     }
 
-    /// One packet crosses to the responder node.
-    fn deliver_to_responder(&mut self) {
-        let Some(d) = self.to_responder.deliver_marked(&mut self.rng) else {
-            return;
+    /// The next packet off link `link` (0 to the responder, 1 to the
+    /// requester), serialised on the wire and shown to the observer.
+    fn take_delivery(&mut self, link: u8) -> Option<WirePacket> {
+        let l = if link == 0 {
+            &mut self.to_responder
+        } else {
+            &mut self.to_requester
         };
-        let p = d.packet;
-        let start = self.serialise(p.bytes.len());
+        let d = l.deliver_marked(&mut self.rng)?;
+        let start = self.serialise(d.packet.bytes.len());
         let fate = Fate::Delivered {
             origin: d.origin,
             overtook: d.overtook,
         };
-        self.seen(0, start, &p.bytes, fate);
+        self.seen(link, start, &d.packet.bytes, fate);
         self.clock.since_progress = 0;
+        Some(d.packet)
+    }
+
+    /// One packet crosses to the responder node.
+    fn deliver_to_responder(&mut self) {
+        let Some(p) = self.take_delivery(0) else {
+            return;
+        };
         match self.nodes.deliver_to_responder(&p.bytes, &mut self.root) {
             AtResponder::Received { .. } => {}
             _ => self.rep.malformed += 1,
@@ -492,18 +503,10 @@ impl<'a, O: Observer> Scenario<'a, O> {
     /// One packet crosses to the requester node; the QP it reached posts
     /// more.
     fn deliver_to_requester(&mut self) {
-        let Some(d) = self.to_requester.deliver_marked(&mut self.rng) else {
+        let Some(p) = self.take_delivery(1) else {
             return;
         };
-        let p = d.packet;
-        let start = self.serialise(p.bytes.len());
-        let fate = Fate::Delivered {
-            origin: d.origin,
-            overtook: d.overtook,
-        };
-        self.seen(1, start, &p.bytes, fate);
         self.clock.wire_to_requester += p.bytes.len() as u64;
-        self.clock.since_progress = 0;
         let AtRequester { arrival, done } =
             self.nodes.deliver_to_requester(&p.bytes, &mut self.root);
         self.nodes.to_requesters.recycle(p.bytes);
