@@ -448,46 +448,6 @@ impl<'a, O: Observer> Scenario<'a, O> {
         }
     }
 
-    /// Shows the observer one packet the fabric carried (capture after
-    /// the fault injector), at wire time `at_ns`.
-    fn seen(&mut self, link: u8, at_ns: f64, bytes: &[u8], fate: Fate) {
-        if self.obs.wants_packets() {
-            self.obs.packet(&Seen {
-                time_ns: at_ns as u64,
-                link,
-                bytes,
-                fate,
-            });
-        }
-    }
-
-    /// Serialises a delivered packet on the wire: advances the clock by
-    /// its time at the link rate and returns when it started.
-    fn serialise(&mut self, len: usize) -> f64 {
-        let start = self.clock.ns;
-        self.clock.ns += len as f64 / WIRE_BYTES_PER_NS;
-        start
-    }
-
-    /// The next packet off link `link` (0 to the responder, 1 to the
-    /// requester), serialised on the wire and shown to the observer.
-    fn take_delivery(&mut self, link: u8) -> Option<WirePacket> {
-        let l = if link == 0 {
-            &mut self.to_responder
-        } else {
-            &mut self.to_requester
-        };
-        let d = l.deliver_marked(&mut self.rng)?;
-        let start = self.serialise(d.packet.bytes.len());
-        let fate = Fate::Delivered {
-            origin: d.origin,
-            overtook: d.overtook,
-        };
-        self.seen(link, start, &d.packet.bytes, fate);
-        self.clock.since_progress = 0;
-        Some(d.packet)
-    }
-
     /// One packet crosses to the responder node.
     fn deliver_to_responder(&mut self) {
         let Some(p) = self.take_delivery(0) else {

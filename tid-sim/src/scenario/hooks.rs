@@ -1,13 +1,53 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! What a [`Scenario`] shows its observer and adds to its report beyond
-//! the counters: progress, samples of the state, completions by status
-//! and per QP.
+//! the counters: every packet the fabric carried at its wire time,
+//! progress, samples of the state, completions by status and per QP.
 
 use tid_harness::world::Done;
 
 use super::*;
 
 impl<O: Observer> Scenario<'_, O> {
+    /// Shows the observer one packet the fabric carried (capture after
+    /// the fault injector), at wire time `at_ns`.
+    pub(super) fn seen(&mut self, link: u8, at_ns: f64, bytes: &[u8], fate: Fate) {
+        if self.obs.wants_packets() {
+            self.obs.packet(&Seen {
+                time_ns: at_ns as u64,
+                link,
+                bytes,
+                fate,
+            });
+        }
+    }
+
+    /// Serialises a delivered packet on the wire: advances the clock by
+    /// its time at the link rate and returns when it started.
+    pub(super) fn serialise(&mut self, len: usize) -> f64 {
+        let start = self.clock.ns;
+        self.clock.ns += len as f64 / WIRE_BYTES_PER_NS;
+        start
+    }
+
+    /// The next packet off link `link` (0 to the responder, 1 to the
+    /// requester), serialised on the wire and shown to the observer.
+    pub(super) fn take_delivery(&mut self, link: u8) -> Option<WirePacket> {
+        let l = if link == 0 {
+            &mut self.to_responder
+        } else {
+            &mut self.to_requester
+        };
+        let d = l.deliver_marked(&mut self.rng)?;
+        let start = self.serialise(d.packet.bytes.len());
+        let fate = Fate::Delivered {
+            origin: d.origin,
+            overtook: d.overtook,
+        };
+        self.seen(link, start, &d.packet.bytes, fate);
+        self.clock.since_progress = 0;
+        Some(d.packet)
+    }
+
     /// Counts one completion: by status, per QP and, for a successful
     /// READ, its bytes as the check found them.
     pub(super) fn count_completion(&mut self, d: &Done) {
