@@ -68,7 +68,11 @@ fn run(opts: &Options) -> Result<u8, String> {
     if progress::wanted(opts.quiet) {
         taps.bar = Some(ProgressBar::run(opts.bytes));
     }
+    let cpu = speed::thread_cpu_ns();
     let mut rep = scenario::run_observed(opts, RunFaults::from_options(opts), &mut taps);
+    if let (Some(a), Some(b)) = (cpu, speed::thread_cpu_ns()) {
+        rep.cpu_secs = b.saturating_sub(a) as f64 / 1e9;
+    }
     if let Some(b) = &taps.bar {
         b.finish();
     }

@@ -110,6 +110,9 @@ pub struct Report {
     pub sim_ns: u64,
     /// Wall-clock seconds of the run.
     pub wall_secs: f64,
+    /// CPU seconds the run's thread spent (0: not measured; the binary
+    /// measures it, the library does not).
+    pub cpu_secs: f64,
     /// Resources still held at the end, by name.
     pub leaked: BTreeMap<String, u64>,
     /// READ_REQs sent again after a restart.
@@ -158,6 +161,7 @@ struct Json<'a> {
     wall_bytes_per_s: f64,
     wall_mib_per_s: f64,
     wall_over_memcpy: f64,
+    cpu_bytes_per_s: f64,
     #[serde(flatten)]
     report: &'a Report,
 }
@@ -196,6 +200,17 @@ impl Report {
         }
     }
 
+    /// Verified bytes per CPU second of the run's thread (0 when not
+    /// measured): the rate with the other processes' share of the CPU
+    /// taken out.
+    pub fn cpu_bytes_per_s(&self) -> f64 {
+        if self.cpu_secs <= 0.0 {
+            0.0
+        } else {
+            self.verified_bytes as f64 / self.cpu_secs
+        }
+    }
+
     /// Wall-clock throughput in MiB/s.
     pub fn wall_mib_per_s(&self) -> f64 {
         self.wall_bytes_per_s() / (1024.0 * 1024.0)
@@ -221,6 +236,7 @@ impl Report {
             wall_bytes_per_s: self.wall_bytes_per_s(),
             wall_mib_per_s: self.wall_mib_per_s(),
             wall_over_memcpy: self.wall_over_memcpy(),
+            cpu_bytes_per_s: self.cpu_bytes_per_s(),
             report: self,
         };
         serde_json::to_string(&j).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
@@ -341,10 +357,19 @@ impl Report {
     fn speed_line(&self, s: &mut String) {
         let _ = write!(
             s,
-            "  wall       {} verified ({:.3} s)",
+            "  wall       {} verified ({:.3} s",
             rate(self.wall_bytes_per_s()),
             self.wall_secs
         );
+        if self.cpu_secs > 0.0 {
+            let _ = write!(
+                s,
+                "; {:.3} s on the CPU: {}",
+                self.cpu_secs,
+                rate(self.cpu_bytes_per_s())
+            );
+        }
+        s.push(')');
         if self.memcpy_bytes_per_s > 0.0 {
             let _ = write!(
                 s,

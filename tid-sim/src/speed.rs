@@ -31,6 +31,19 @@ pub fn memcpy_bandwidth(bytes: u64) -> (f64, u64) {
     (len as f64 / best.max(1e-9), len)
 }
 
+/// CPU time this thread has run, in nanoseconds (the first field of
+/// `/proc/thread-self/schedstat`), `None` where that cannot be read. On a
+/// shared machine it leaves out the time other processes held the CPU,
+/// which wall-clock time does not.
+pub fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// The process's peak resident set size in bytes (`VmHWM` of
 /// `/proc/self/status`), 0 where that cannot be read.
 pub fn peak_rss_bytes() -> u64 {
@@ -56,6 +69,9 @@ mod tests {
         assert_eq!(memcpy_bandwidth(1 << 40).1, MAX_MEMCPY_BUFFER);
         if cfg!(target_os = "linux") {
             assert!(peak_rss_bytes() > 1 << 20);
+            let a = thread_cpu_ns().unwrap();
+            let _ = memcpy_bandwidth(4 << 20);
+            assert!(thread_cpu_ns().unwrap() > a);
         }
     }
 }

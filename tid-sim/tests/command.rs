@@ -93,6 +93,7 @@ fn a_passing_run_exits_0_and_its_json_describes_itself() {
     for k in [
         "wall_bytes_per_s",
         "memcpy_bytes_per_s",
+        "cpu_bytes_per_s",
         "peak_rss_bytes",
         "sim_bytes_per_us",
     ] {
