@@ -90,6 +90,11 @@ pub const OP_TID_RDMA_ACK: u8 = TID_OP_BASE + 7;
 /// the kernel it is built for.
 pub const S_WAIT_TID_SPACE: u32 = 1 << 28;
 
+/// Kernel: `RVT_S_WAIT_KMEM` (`rdmavt_qp.h`), the QP flag set in
+/// `qp->s_flags` while it waits on the device's memory-wait list
+/// (`hfi1_wait_kmem()`).
+pub const S_WAIT_KMEM: u32 = 0x2000;
+
 // The checks the C driver makes with BUILD_BUG_ON, and the ones our array
 // capacities rely on.
 const _: () = assert!(MAX_FLOWS.is_power_of_two());

@@ -45,7 +45,7 @@ use core::mem::{offset_of, size_of};
 use crate::consts::{
     GENERATION_MASK, GENERATION_RESERVED, KDETH_SEQ_MASK, KDETH_SEQ_SHIFT, MAX_FLOWS, MAX_PAGESETS,
     MAX_READ_SEGS_PER_REQ, MAX_SEGMENT_SIZE, MAX_TID_FLOW_PSN, MAX_WRITE_SEGS_PER_REQ,
-    NUM_TID_FLOWS, S_WAIT_TID_SPACE, TID_RDMA_JKEY,
+    NUM_TID_FLOWS, S_WAIT_KMEM, S_WAIT_TID_SPACE, TID_RDMA_JKEY,
 };
 use crate::fields::FlowTableReg;
 
@@ -95,6 +95,7 @@ pub const PT_INVALID: u32 = 3;
 /// The values, with the driver's names.
 pub const VALUES: &[Value] = &[
     header("HFI1_S_WAIT_TID_SPACE", S_WAIT_TID_SPACE as u64),
+    header("RVT_S_WAIT_KMEM", S_WAIT_KMEM as u64),
     header("RXE_NUM_TID_FLOWS", NUM_TID_FLOWS as u64),
     header("TID_RDMA_MAX_SEGMENT_SIZE", MAX_SEGMENT_SIZE as u64),
     header("TID_RDMA_MAX_PAGES", MAX_PAGESETS as u64),

@@ -39,6 +39,17 @@ pub trait Scheduler<R> {
     fn queue_trigger(&self, cpu: u32, qp: R) -> Result<(), R>;
 }
 
+/// The device's memory-wait list: a QP whose DMA mapping failed waits
+/// there and is woken by a timer tick.
+pub trait MemoryWait<R> {
+    /// Puts `qp` on the memory-wait list unless it already waits for
+    /// something there: sets `RVT_S_WAIT_KMEM` in its flags word
+    /// (`s_flags`, which the caller holds under the QP's `s_lock`), takes
+    /// a reference for the list and starts the tick if the list was empty.
+    /// Kernel: `hfi1_wait_kmem()`.
+    fn wait_kmem(&self, qp: &R, s_flags: &mut u32);
+}
+
 /// A DMA mapping failed. Kernel: `dma_mapping_error()` was true.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("DMA mapping failed")]

@@ -60,7 +60,10 @@ struct hfi1_tid_wt;
  * spin_lock_init initialises a spinlock_t where it stays, in the lock class
  * of its level: name and static struct lock_class_key come from the engine
  * (one per level: "hfi1_tid_qp_s_lock", "hfi1_tid_rcd_exp_lock", ...).
- * lockdep_assert_held is lockdep_assert_held(lock). queue_trigger returns
+ * lockdep_assert_held is lockdep_assert_held(lock). wait_kmem puts the QP
+ * on the memory-wait list (hfi1_wait_kmem()) after a failed DMA mapping,
+ * setting RVT_S_WAIT_KMEM in *s_flags (the QP's flags word, s_lock held).
+ * queue_trigger returns
  * true if it queued the QP's trigger work (which then owns the reference
  * and hands it to hfi1_tid_trigger_resume), false if that work was already
  * pending.
@@ -77,6 +80,7 @@ struct hfi1_tid_platform_ops {
 	void (*do_send)(void *qp);
 	int (*dma_map)(void *dev, u64 addr, u32 len, u64 *bus);
 	void (*dma_unmap)(void *dev, u64 bus, u32 len);
+	void (*wait_kmem)(void *qp, u32 *s_flags);
 	u32 (*random_u32)(void);
 };
 

@@ -177,6 +177,18 @@ static void p_dma_unmap(void *dev, u64 bus, u32 len)
 	atomic_long_dec(&dma_live);
 }
 
+/*
+ * The memory-wait list of hfi1_wait_kmem(): this test's DMA map never
+ * fails, so nobody may ever join it.
+ */
+static atomic_long_t kmem_waits = ATOMIC_LONG_INIT(0);
+
+static void p_wait_kmem(void *cookie, u32 *s_flags)
+{
+	*s_flags |= 0x2000; /* RVT_S_WAIT_KMEM */
+	atomic_long_inc(&kmem_waits);
+}
+
 static u32 p_random_u32(void)
 {
 	return get_random_u32();
@@ -194,6 +206,7 @@ static const struct hfi1_tid_platform_ops platform_ops = {
 	.do_send = p_do_send,
 	.dma_map = p_dma_map,
 	.dma_unmap = p_dma_unmap,
+	.wait_kmem = p_wait_kmem,
 	.random_u32 = p_random_u32,
 };
 
@@ -812,6 +825,7 @@ void hfi1_tid_engine_test(struct hfi1_tid_test_result *res)
 	phase_read(res);
 	HFI1_TID_CHECK(res, atomic_long_read(&extra_refs) == 0);
 	HFI1_TID_CHECK(res, atomic_long_read(&dma_live) == 0);
+	HFI1_TID_CHECK(res, atomic_long_read(&kmem_waits) == 0);
 	res->objects_left = hfi1_tid_live_objects();
 	res->qp_refs_left = atomic_long_read(&extra_refs);
 	res->dma_left = atomic_long_read(&dma_live);

@@ -39,6 +39,10 @@ static void demo_dma_unmap(void *dev, u64 bus, u32 len)
 {
 }
 
+static void demo_wait_kmem(void *qp, u32 *s_flags)
+{
+}
+
 static u32 demo_random_u32(void)
 {
 	return 0;
@@ -56,6 +60,7 @@ static const struct hfi1_tid_platform_ops demo_platform = {
 	.do_send = demo_qp_nop,
 	.dma_map = demo_dma_map,
 	.dma_unmap = demo_dma_unmap,
+	.wait_kmem = demo_wait_kmem,
 	.random_u32 = demo_random_u32,
 };
 

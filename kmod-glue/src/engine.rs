@@ -339,9 +339,10 @@ pub unsafe extern "C" fn hfi1_tid_req_alloc_flows(req: *mut Req) -> i32 {
 }
 
 /// Frees the request's flow records (a large send queue recycling its
-/// WQE): 0, `-EINVAL`, or `-EBUSY` (nothing freed) while segments are set
-/// up or mapped. The request stays usable: the next segment allocates
-/// them again.
+/// WQE), whatever they hold, as the driver does: 0, `-EINVAL`, or
+/// `-EBUSY` if set-up segments or mappings went with them (a release the
+/// caller missed; they are freed anyway). The request stays usable: the
+/// next segment allocates them again.
 ///
 /// Kernel: `__trdma_clean_swqe()` / `hfi1_kern_exp_rcv_free_flows()`.
 ///
@@ -387,6 +388,9 @@ pub unsafe extern "C" fn hfi1_tid_req_destroy(req: *mut Req) -> i32 {
     let Some(r) = (unsafe { req.as_mut() }) else {
         return Errno::INVAL.to_neg();
     };
+    if r.req.in_flight() != 0 || r.req.holds_mappings() {
+        return Errno::BUSY.to_neg();
+    }
     if let Err(e) = r.req.clean_swqe() {
         return Errno::from(e).to_neg();
     }

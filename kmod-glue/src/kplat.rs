@@ -26,6 +26,7 @@
 //! | `Scheduler::schedule_send` | `schedule_send` | `hfi1_schedule_send()` (under `s_lock`) |
 //! | the trigger work's send engine | `do_send` | `hfi1_do_send()` (no lock held) |
 //! | `DmaMap` | `dma_map`, `dma_unmap` | `dma_map_page()` / `dma_unmap_page()` |
+//! | `MemoryWait` | `wait_kmem` | `hfi1_wait_kmem()` |
 //! | `RandomSource` | `random_u32` | `get_random_u32()` (the driver's `prandom_u32()`) |
 //! | `Memory` | the global allocator | `kmalloc()` with `GFP_ATOMIC` when the caller cannot sleep |
 //!
@@ -47,7 +48,8 @@ use alloc::boxed::Box;
 
 use hfi1_hal::lock_order::{LockClass, RawSpinLock};
 use hfi1_hal::services::{
-    AllocContext, DmaError, DmaMap, InitInPlace, Memory, NoMemory, QpRef, RandomSource, Scheduler,
+    AllocContext, DmaError, DmaMap, InitInPlace, Memory, MemoryWait, NoMemory, QpRef, RandomSource,
+    Scheduler,
 };
 use qp_wait::{DevCounters, Qp, WaitPlatform};
 use tid_flow::{FlowPlatform, QpFlowState};
@@ -80,6 +82,9 @@ pub type DmaMapFn =
 pub type DmaUnmapFn = unsafe extern "C" fn(dev: *mut c_void, bus: u64, len: u32);
 /// `get_random_u32()`.
 pub type RandomFn = unsafe extern "C" fn() -> u32;
+/// `hfi1_wait_kmem(qp)`: the QP joins the memory-wait list; `s_flags` is
+/// its flags word (`RVT_S_WAIT_KMEM` is set there).
+pub type WaitKmemFn = unsafe extern "C" fn(qp: *mut c_void, s_flags: *mut u32);
 
 /// The kernel services (`struct hfi1_tid_platform_ops`). Every member must
 /// be set. Callbacks may be called with spinlocks held and interrupts off,
@@ -110,6 +115,8 @@ pub struct PlatformOps {
     pub dma_map: Option<DmaMapFn>,
     /// Unmaps it.
     pub dma_unmap: Option<DmaUnmapFn>,
+    /// Puts a QP on the memory-wait list.
+    pub wait_kmem: Option<WaitKmemFn>,
     /// A random number.
     pub random_u32: Option<RandomFn>,
 }
@@ -128,6 +135,7 @@ struct Ops {
     do_send: SendFn,
     dma_map: DmaMapFn,
     dma_unmap: DmaUnmapFn,
+    wait_kmem: WaitKmemFn,
     random_u32: RandomFn,
 }
 
@@ -145,6 +153,7 @@ impl Ops {
             do_send: o.do_send?,
             dma_map: o.dma_map?,
             dma_unmap: o.dma_unmap?,
+            wait_kmem: o.wait_kmem?,
             random_u32: o.random_u32?,
         })
     }
@@ -589,6 +598,14 @@ impl Scheduler<KRef> for KSched {
         } else {
             Err(qp)
         }
+    }
+}
+
+impl MemoryWait<KRef> for KSched {
+    fn wait_kmem(&self, qp: &KRef, s_flags: &mut u32) {
+        // SAFETY: the reference keeps the QP alive for the call; `s_flags`
+        // is the QP's flags word, valid and exclusively ours for the call.
+        unsafe { (self.0.ops.wait_kmem)(qp.cookie(), s_flags) }
     }
 }
 

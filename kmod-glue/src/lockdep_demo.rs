@@ -228,6 +228,7 @@ mod tests {
             -EINVAL
         }
         unsafe extern "C" fn unmap(_: *mut c_void, _: u64, _: u32) {}
+        unsafe extern "C" fn kmem(_: *mut c_void, _: *mut u32) {}
         unsafe extern "C" fn random() -> u32 {
             4
         }
@@ -248,6 +249,7 @@ mod tests {
                 do_send: Some(qp),
                 dma_map: Some(map),
                 dma_unmap: Some(unmap),
+                wait_kmem: Some(kmem),
                 random_u32: Some(random),
             };
             // SAFETY: the callbacks are plain functions, callable until the

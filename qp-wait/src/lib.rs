@@ -27,8 +27,9 @@
 //! |---|---|---|
 //! | [`WaitQueues::first`], [`WaitQueues::waiters`], [`WaitQueues::enqueue`], [`WaitQueues::dequeue`] | `exp_lock` (and the QP's `s_lock` for its flags) | nothing |
 //! | [`Wakeup::deliver`], [`Wakeup::schedule`], [`trigger`] | the caller's `s_lock`, `exp_lock` released | nothing |
-//! | [`flush_wait`] | the QP's `s_lock` (its guard, possibly one made over a lock the driver holds: `Lock::assume_held`) | `exp_lock` |
-//! | [`trigger_resume`] (the work item) | nothing (root token) | the QP's `s_lock`, alone |
+//! | [`flush_wait`], [`flush_wait_with`] | the QP's `s_lock` (its guard, possibly one made over a lock the driver holds: `Lock::assume_held`) | `exp_lock` |
+//! | [`wait_kmem`], [`kmem_wakeup`] | the QP's `s_lock` (its flags) | nothing (the scheduler's own list lock) |
+//! | [`trigger_resume`], [`resume_with`] (the work item) | nothing (root token) | the QP's `s_lock`, alone |
 //! | [`schedule_wakeup`] | anything but `exp_lock` | nothing |
 //!
 //! **Why the wake-up is deferred.** The head of a queue is read under
@@ -162,9 +163,9 @@ extern crate alloc;
 
 use core::fmt;
 
-use hfi1_hal::consts::S_WAIT_TID_SPACE;
+use hfi1_hal::consts::{S_WAIT_KMEM, S_WAIT_TID_SPACE};
 use hfi1_hal::lock_order::{ExpLock, Guard, Lock, LockToken, RawSpinLock, SLock, Unlocked};
-use hfi1_hal::services::{QpRef, Scheduler};
+use hfi1_hal::services::{MemoryWait, QpRef, Scheduler};
 use hfi1_hal::sync::atomic::{AtomicU64, Ordering};
 
 mod queues;
@@ -182,9 +183,6 @@ pub enum WaitError {
     /// The waiter table could not be allocated (ENOMEM).
     #[error("out of memory for the waiter table")]
     NoMemory,
-    /// The device has fewer than two kernel receive contexts.
-    #[error("no kernel receive context to map QPs to")]
-    NoContexts,
 }
 
 /// What a platform supplies to the wait queues.
@@ -206,13 +204,24 @@ pub trait WaitPlatform: Sized + 'static {
 /// # Locking
 ///
 /// The QP's `s_lock`.
+///
+/// `#[repr(transparent)]`: a `&mut SFlags` may point at the driver's own
+/// `qp->s_flags` word (the kernel platform makes one over the field while
+/// the caller holds the QP's `s_lock`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
 pub struct SFlags(pub u32);
 
 impl SFlags {
     /// True if the QP waits for TID space (`HFI1_S_WAIT_TID_SPACE`).
     pub fn waiting(&self) -> bool {
         self.0 & S_WAIT_TID_SPACE != 0
+    }
+
+    /// True if the QP waits on the device's memory-wait list
+    /// (`RVT_S_WAIT_KMEM`).
+    pub fn waiting_kmem(&self) -> bool {
+        self.0 & S_WAIT_KMEM != 0
     }
 
     fn set_waiting(&mut self, on: bool) {
@@ -392,7 +401,7 @@ impl<P: WaitPlatform> Slotted for Qp<P> {
 
 impl<R: QpRef> Wakeup<R>
 where
-    R::Target: Slotted + Cpu,
+    R::Target: Cpu,
 {
     /// Wakes the head after `exp_lock` is gone. If it is the caller's own
     /// QP (`own`, whose `flags` the caller holds under its s_lock),
@@ -460,7 +469,7 @@ pub fn trigger<R>(qp: &R, flags: &SFlags, sched: &impl Scheduler<R>) {
 pub fn schedule_wakeup<R>(qp: R, sched: &impl Scheduler<R>)
 where
     R: QpRef,
-    R::Target: Slotted + Cpu,
+    R::Target: Cpu,
 {
     let cpu = qp.cpu();
     if let Err(back) = sched.queue_trigger(cpu, qp) {
@@ -494,15 +503,38 @@ pub fn trigger_resume<P: WaitPlatform>(
     root: &mut LockToken<'_, Unlocked>,
     send_engine: impl FnOnce(&P::Ref, &mut LockToken<'_, Unlocked>),
 ) -> bool {
+    let ran = resume_with(&qp, &qp.s_lock, root, send_engine);
+    drop(qp);
+    ran
+}
+
+/// The body of [`trigger_resume`] for a QP whose `s_lock` is `s_lock`
+/// (guarding state that holds its flags), wherever the lock and the
+/// flags live; the caller drops the work item's reference afterwards.
+///
+/// # Locking
+///
+/// Runs with no lock held (`root`); takes `s_lock` alone.
+pub fn resume_with<R, L: RawSpinLock, T: AsRef<SFlags>>(
+    qp: &R,
+    s_lock: &Lock<SLock, L, T>,
+    root: &mut LockToken<'_, Unlocked>,
+    send_engine: impl FnOnce(&R, &mut LockToken<'_, Unlocked>),
+) -> bool {
     let waiting = {
-        let s = qp.s_lock.lock(root);
-        s.waiting()
+        let s = s_lock.lock(root);
+        (*s).as_ref().waiting()
     };
     if waiting {
-        send_engine(&qp, root);
+        send_engine(qp, root);
     }
-    drop(qp);
     waiting
+}
+
+impl<X> AsRef<SFlags> for SendState<X> {
+    fn as_ref(&self) -> &SFlags {
+        &self.flags
+    }
 }
 
 /// Unwinds any TID wait of `qp` (QP reset or destroy): clears
@@ -510,8 +542,7 @@ pub fn trigger_resume<P: WaitPlatform>(
 /// that reference. Kernel: `hfi1_tid_rdma_flush_wait()`.
 ///
 /// The queue part is [`store::flush`], which says where it goes beyond
-/// the kernel (the new head is woken; the dequeue is counted on the queue
-/// the QP was on).
+/// the kernel (the new head is woken).
 ///
 /// # Locking
 ///
@@ -526,27 +557,75 @@ pub fn flush_wait<P, S>(
     S: AsMut<WaitQueues<P::Ref>>,
 {
     let (state, token) = s.parts();
-    state.flags.set_waiting(false);
+    flush_wait_with(qp, &mut state.flags, token, exp, |e| e.as_mut(), sched);
+}
+
+/// [`flush_wait`] for any QP and any store: `flags` and `token` are
+/// borrowed from the QP's `s_lock` guard, `exp` is its context's
+/// `exp_lock`, `store` finds the wait queues in the state it guards.
+///
+/// # Locking
+///
+/// `qp`'s `s_lock` held (`flags`, `token`); takes `exp_lock` inside it.
+pub fn flush_wait_with<R, L, T, S>(
+    qp: &R,
+    flags: &mut SFlags,
+    token: &mut LockToken<'_, SLock>,
+    exp: &Lock<ExpLock, L, T>,
+    store: impl FnOnce(&mut T) -> &mut S,
+    sched: &impl Scheduler<R>,
+) where
+    R: QpRef,
+    R::Target: Cpu,
+    L: RawSpinLock,
+    S: WaitStore<R> + ?Sized,
+{
+    flags.set_waiting(false);
     let wake = {
         let mut e = exp.lock(token);
-        store::flush(e.as_mut(), &**qp)
+        store::flush(store(&mut e), &**qp)
     };
     wake.schedule(token, sched);
 }
 
-/// The receive context a QP uses: QP 0 uses context 0; every other QP
-/// maps `qpn >> qos_shift` onto the kernel contexts 1 ..
-/// `n_krcv_queues - 1`. Kernel: `qp_to_rcd()`.
-pub fn qp_to_rcd(qpn: u32, qos_shift: u32, n_krcv_queues: u32) -> Result<u32, WaitError> {
-    if qpn == 0 {
-        return Ok(0);
+/// Makes `qp` wait for memory after a failed DMA mapping: the scheduler's
+/// memory-wait list takes it (setting `RVT_S_WAIT_KMEM` in its flags)
+/// unless it already waits there. Kernel: `hfi1_wait_kmem()`.
+///
+/// # Locking
+///
+/// `qp`'s `s_lock` held (`flags`).
+pub fn wait_kmem<R>(qp: &R, flags: &mut SFlags, sched: &impl MemoryWait<R>) {
+    sched.wait_kmem(qp, &mut flags.0);
+}
+
+/// Wakes a QP the memory-wait timer took off the list: if it still waits
+/// for memory, clears `RVT_S_WAIT_KMEM` and schedules its send engine.
+/// Kernel: `hfi1_qp_wakeup(qp, RVT_S_WAIT_KMEM)` from `mem_timer()`.
+///
+/// # Locking
+///
+/// `qp`'s `s_lock` held (`flags`).
+pub fn kmem_wakeup<R>(qp: &R, flags: &mut SFlags, sched: &impl Scheduler<R>) {
+    if flags.waiting_kmem() {
+        flags.0 &= !S_WAIT_KMEM;
+        sched.schedule_send(qp);
     }
-    let n = n_krcv_queues
-        .checked_sub(1)
-        .filter(|n| *n > 0)
-        .ok_or(WaitError::NoContexts)?;
-    let shifted = qpn.checked_shr(qos_shift).unwrap_or(0);
-    Ok(shifted % n + 1)
+}
+
+/// The receive context a QP uses: QP 0 uses context 0; every other QP
+/// reads the device's QP map at `qpn >> qos_shift`, taken as the map's
+/// 8-bit index. Kernel: `qp_to_rcd()` (`hfi1_get_qp_map(dd, qpn >>
+/// dd->qos_shift)`, whose index parameter is a `u8`; `map` is the 256
+/// bytes of `RCV_QP_MAP_TABLE` that `init_qpmap_table()` or
+/// `init_qos()` wrote).
+pub fn qp_to_rcd(qpn: u32, qos_shift: u32, map: &[u8; 256]) -> u32 {
+    if qpn == 0 {
+        return 0;
+    }
+    let idx = qpn.checked_shr(qos_shift).unwrap_or(0) as u8;
+    // A u8 indexes every one of the 256 bytes: `get` cannot miss.
+    map.get(usize::from(idx)).copied().map_or(0, u32::from)
 }
 
 #[cfg(test)]

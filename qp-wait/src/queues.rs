@@ -188,7 +188,6 @@ impl<R> WaitQueues<R> {
             q.tail = prev;
         }
         q.len = q.len.wrapping_sub(1);
-        q.dequeue = q.dequeue.wrapping_add(1);
         qp.map(|r| (kind, r))
     }
 }
@@ -241,9 +240,7 @@ where
         store::enqueue(self, kind, qp, flags, dev)
     }
 
-    /// [`store::dequeue`] on these queues (which keeps a QP waiting on the
-    /// other queue there, unlike the kernel). Kernel:
-    /// `dequeue_tid_waiter()`.
+    /// [`store::dequeue`] on these queues. Kernel: `dequeue_tid_waiter()`.
     ///
     /// # Locking
     ///
@@ -304,5 +301,10 @@ where
 
     fn unlink(&mut self, qp: &R::Target) -> Option<(QueueKind, R)> {
         self.unlink_slot(qp.slot())
+    }
+
+    fn count_dequeue(&mut self, kind: QueueKind) {
+        let q = self.queue_mut(kind);
+        q.dequeue = q.dequeue.wrapping_add(1);
     }
 }

@@ -13,6 +13,10 @@
 //! leaving for good ([`flush`], the queue part of
 //! `hfi1_tid_rdma_flush_wait()`).
 //!
+//! A QP has one wait link for both queues, as in the driver: leaving
+//! unlinks it from whichever queue holds it, and the dequeue is counted on
+//! the queue the caller names (see [`dequeue`] and [`flush`]).
+//!
 //! # Locking
 //!
 //! A store is the context's `exp_lock`-guarded state: `&S` / `&mut S` are
@@ -52,11 +56,14 @@ pub trait WaitStore<R: QpRef> {
     /// changes).
     fn push_tail(&mut self, kind: QueueKind, qp: &R) -> Result<(), WaitError>;
 
-    /// Takes `qp` off the queue it waits on and counts a dequeue there;
-    /// gives back that queue and the queue's reference. Kernel:
-    /// `list_del_init(&priv->tid_wait)`, `queue->dequeue++` (dropping the
-    /// reference is the `rvt_put_qp()`).
+    /// Takes `qp` off whichever queue holds it, without counting; gives
+    /// back the queue it was on and the queue's reference. Kernel:
+    /// `list_del_init(&priv->tid_wait)` (dropping the reference is the
+    /// `rvt_put_qp()`).
     fn unlink(&mut self, qp: &R::Target) -> Option<(QueueKind, R)>;
+
+    /// Counts one dequeue on `kind`. Kernel: `queue->dequeue++`.
+    fn count_dequeue(&mut self, kind: QueueKind);
 }
 
 /// Something that counts the device's TID waits. Kernel:
@@ -113,17 +120,17 @@ pub fn enqueue<R: QpRef, S: WaitStore<R> + ?Sized>(
     Ok(())
 }
 
-/// Takes `qp` off `kind` if it waits there: clears `WAIT_TID_SPACE`,
-/// counts a dequeue and drops the queue's reference. Returns whether it
-/// left. Idempotent. Kernel: `dequeue_tid_waiter()`.
+/// Takes `qp` off the queue it waits on, if it waits: clears
+/// `WAIT_TID_SPACE`, counts a dequeue on `kind` and drops the queue's
+/// reference. Returns whether it left. Idempotent.
+/// Kernel: `dequeue_tid_waiter()`.
 ///
-/// The kernel unlinks the QP from whichever list holds it (one link serves
-/// both queues) and counts the dequeue on `kind`. Here a QP waiting on the
-/// *other* queue stays there: otherwise a QP queued for RcvArray space
-/// that had to get a new flow (its flow released while it waited) would
-/// silently leave the RcvArray queue, and the QP behind it would become
-/// the head without a wake-up (found by the READ engine's simulator: two
-/// QPs stuck). Leaving any queue is [`flush`]'s job.
+/// As in the driver, the one wait link leaves whichever queue holds it,
+/// and the dequeue is counted on `kind`. The driver's callers never need
+/// the difference: a QP only dequeues from the queue whose resource it
+/// just got, and it waits on that queue if it waits at all (a READ
+/// requester queued for RcvArray space holds its flow until the request
+/// ends; a WRITE responder sets up its flow before its segments).
 ///
 /// # Locking
 ///
@@ -134,12 +141,13 @@ pub fn dequeue<R: QpRef, S: WaitStore<R> + ?Sized>(
     qp: &R::Target,
     flags: &mut SFlags,
 ) -> bool {
-    if store.membership(qp) != Membership::Queued(kind) {
+    if store.membership(qp) == Membership::Idle {
         return false;
     }
     match store.unlink(qp) {
         Some((_, r)) => {
             flags.set_waiting(false);
+            store.count_dequeue(kind);
             drop(r);
             true
         }
@@ -157,21 +165,28 @@ pub fn first<R: QpRef, S: WaitStore<R> + ?Sized>(store: &S, kind: QueueKind) -> 
     Wakeup(store.head(kind))
 }
 
-/// Takes `qp` off whichever queue holds it (QP reset or destroy),
-/// dropping the queue's reference, and returns the wake-up owed to the
-/// new head of that queue if `qp` was its head. The queue part of
-/// `hfi1_tid_rdma_flush_wait()`; the caller clears `WAIT_TID_SPACE`.
+/// Takes `qp` off whichever queue holds it (QP reset or destroy), counts
+/// the dequeue on the flow queue and drops the queue's reference, and
+/// returns the wake-up owed to the new head of that queue if `qp` was its
+/// head. The queue part of `hfi1_tid_rdma_flush_wait()`; the caller clears
+/// `WAIT_TID_SPACE`.
 ///
-/// Two steps beyond the kernel, kept on purpose:
-/// - the new head is woken (SPEC §7, "a flush must wake every waiter"):
-///   the old head may already have been given the wake-up a release owed
-///   to the queue; leaving without using it would strand the QP behind it
-///   until the next release;
-/// - the dequeue is counted on the queue the QP was on (the kernel's first
-///   `_tid_rdma_flush_wait()` call counts it on the flow queue whichever
-///   list held the QP), so each queue's enqueue and dequeue counts stay
-///   balanced (the scenario tests check it after every run; the driver's
-///   `position_in_queue()` reads them).
+/// The count goes on the flow queue whichever queue held the QP, as the
+/// driver's first `_tid_rdma_flush_wait()` call (on `rcd->flow_queue`)
+/// does; the driver reads the counts only for the RNR timeout estimate of
+/// `position_in_queue()`.
+///
+/// **One step beyond the kernel, kept on purpose:** the new head is woken
+/// (SPEC §7, "a flush must wake every waiter"). The driver's flush wakes
+/// nobody, and that strands a waiter: when flows (or RcvArray entries)
+/// come back, every release hands the wake-up to the head of the queue,
+/// and while the head's trigger work is pending the later releases'
+/// wake-ups for it are coalesced into that one. If the head is then reset
+/// before its trigger work runs, the work finds it no longer waiting and
+/// does nothing; the QP behind it is now the head, every resource may be
+/// free, and no release will ever come to wake it (nor any QP queued
+/// behind it, since a QP that is not the head queues). Test:
+/// `tid-flow/tests/regressions.rs` `a_flush_wakes_every_waiter`.
 ///
 /// # Locking
 ///
@@ -181,6 +196,7 @@ pub fn flush<R: QpRef, S: WaitStore<R> + ?Sized>(store: &mut S, qp: &R::Target) 
         .into_iter()
         .find(|k| store.head_is(*k, qp) == Some(true));
     if let Some((_, r)) = store.unlink(qp) {
+        store.count_dequeue(QueueKind::Flow);
         drop(r);
     }
     match was_head {

@@ -82,22 +82,25 @@ fn enqueue_is_fifo_idempotent_and_holds_a_reference() {
         assert!(e.waiters(QueueKind::RcvArray, &qps[1], &st.flags));
     }
 
-    // Dequeue from the middle, then the head.
-    for i in [1usize, 0] {
+    // Dequeue from the middle, then the head. One link serves both
+    // queues, as the driver's `tid_wait`: naming the flow queue takes the
+    // QP off the RcvArray queue it waits on, and the dequeue is counted on
+    // the queue named (`dequeue_tid_waiter()`).
+    for (i, kind) in [(1usize, QueueKind::Flow), (0, QueueKind::RcvArray)] {
         let mut s = qps[i].s_lock.lock(&mut root);
         let (st, tok) = s.parts();
         let mut e = c.exp.lock(tok);
-        assert!(!e.dequeue(QueueKind::Flow, &qps[i], &mut st.flags));
-        assert!(st.waiting(), "still on the RcvArray queue");
-        assert!(e.dequeue(QueueKind::RcvArray, &qps[i], &mut st.flags));
-        assert!(!e.dequeue(QueueKind::RcvArray, &qps[i], &mut st.flags));
+        assert!(e.dequeue(kind, &qps[i], &mut st.flags));
         assert!(!st.waiting());
+        assert!(!e.dequeue(QueueKind::RcvArray, &qps[i], &mut st.flags));
+        assert!(!e.dequeue(QueueKind::Flow, &qps[i], &mut st.flags));
     }
     {
         let mut s = qps[2].s_lock.lock(&mut root);
         let e = c.exp.lock(s.token());
         assert_eq!(e.iter(QueueKind::RcvArray).collect::<Vec<_>>(), [2]);
-        assert_eq!(e.dequeued(QueueKind::RcvArray), 2);
+        assert_eq!(e.dequeued(QueueKind::RcvArray), 1);
+        assert_eq!(e.dequeued(QueueKind::Flow), 1);
     }
     assert_eq!(
         qps.iter().map(|q| q.live_refs()).collect::<Vec<_>>(),
@@ -193,7 +196,10 @@ fn flush_leaves_the_queue_and_drops_the_reference() {
     let mut s = a.s_lock.lock(&mut root);
     let e = c.lock(s.token());
     assert_eq!(e.0.iter(QueueKind::RcvArray).collect::<Vec<_>>(), [1]);
-    assert_eq!(e.0.dequeued(QueueKind::RcvArray), 1);
+    // Counted on the flow queue, as the driver's first
+    // `_tid_rdma_flush_wait()` call does whichever list held the QP.
+    assert_eq!(e.0.dequeued(QueueKind::Flow), 1);
+    assert_eq!(e.0.dequeued(QueueKind::RcvArray), 0);
 }
 
 #[test]
@@ -220,11 +226,53 @@ fn bad_slot_is_an_error_and_trigger_resume_skips_non_waiters() {
     assert_eq!(far.live_refs(), 1);
 }
 
+/// `qp_to_rcd` reads the device's QP map with the kernel's `u8` index.
+/// Kernel: `qp_to_rcd()` (`hfi1_get_qp_map(dd, qpn >> dd->qos_shift)`,
+/// whose index is a `u8`). Three kernel contexts (1, 2, 3) fill the map as
+/// `init_qpmap_table()` does, `qos_shift` 1: QP 513 reads entry
+/// `256 & 0xff = 0`, context 1. The old formula
+/// (`(qpn >> shift) % (n - 1) + 1`, no map) gave context 2 here (checked:
+/// with the `as u8` taken out the lookup runs past the map and this test
+/// fails on QP 513); and under QoS every entry is context 0.
 #[test]
-fn qp_to_rcd_maps_like_the_kernel() {
-    assert_eq!(qp_to_rcd(0, 1, 5), Ok(0));
-    assert_eq!(qp_to_rcd(7, 1, 5), Ok(4));
-    assert_eq!(qp_to_rcd(9, 0, 3), Ok(2));
-    assert_eq!(qp_to_rcd(1, 40, 3), Ok(1));
-    assert_eq!(qp_to_rcd(1, 1, 1), Err(WaitError::NoContexts));
+fn qp_to_rcd_reads_the_map_with_a_u8_index() {
+    let mut map = [0u8; 256];
+    for (i, m) in map.iter_mut().enumerate() {
+        *m = 1 + (i % 3) as u8;
+    }
+    assert_eq!(qp_to_rcd(0, 1, &map), 0);
+    assert_eq!(qp_to_rcd(2, 1, &map), 2);
+    assert_eq!(qp_to_rcd(7, 1, &map), 1);
+    assert_eq!(qp_to_rcd(513, 1, &map), 1);
+    assert_eq!(qp_to_rcd(1 << 20, 40, &map), 1);
+    let qos = [0u8; 256];
+    assert!((1..2000).all(|q| qp_to_rcd(q, 3, &qos) == 0));
+}
+
+/// `dequeue` takes the QP off whichever queue holds it (one wait link
+/// serves both, `list_del_init(&priv->tid_wait)`), counts the dequeue on
+/// the queue named, clears `WAIT_TID_SPACE` and drops the queue's
+/// reference. Kernel: `dequeue_tid_waiter()`. (This crate used to leave a
+/// QP waiting on the other queue where it was; with that back, the
+/// dequeue below returns false and the QP stays queued.)
+#[test]
+fn dequeue_takes_the_qp_off_whichever_queue_holds_it() {
+    let c = ctx(2);
+    let dev = DevCounters::new();
+    let a = qp(0);
+    let mut root = LockToken::root();
+    let mut s = a.s_lock.lock(&mut root);
+    let (st, tok) = s.parts();
+    let mut e = c.exp.lock(tok);
+    e.enqueue(QueueKind::RcvArray, &a, &mut st.flags, &dev)
+        .unwrap();
+    assert_eq!(a.live_refs(), 2);
+    assert!(e.dequeue(QueueKind::Flow, &a, &mut st.flags));
+    assert_eq!(e.membership(0), Membership::Idle);
+    assert!(!st.waiting());
+    assert_eq!(a.live_refs(), 1);
+    assert_eq!(
+        (e.dequeued(QueueKind::Flow), e.dequeued(QueueKind::RcvArray)),
+        (1, 0)
+    );
 }

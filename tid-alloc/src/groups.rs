@@ -8,12 +8,20 @@
 //! `tid_rdma.c`.
 //!
 //! Every group sits on exactly one of three lists: *free* (no entry used;
-//! the kernel's `tid_group_list`), *used* (1..=7) and *full* (8). The lists
-//! are doubly linked through group indices stored next to the groups, so
-//! a move is O(1) and nothing is ever scanned or allocated. A group that
-//! moves is always appended at the tail of its new list (quirk 4 of the
-//! vectors' README): freed groups go to the back of the free list, so the
-//! allocation order rotates over time, exactly as in the driver.
+//! the kernel's `tid_group_list`), *used* (1..=7) and *full* (8). A group
+//! that moves is always appended at the tail of its new list (quirk 4 of
+//! the vectors' README): freed groups go to the back of the free list, so
+//! the allocation order rotates over time, exactly as in the driver.
+//!
+//! The algorithms are written once, in [`store`], over the
+//! [`GroupStore`] trait: [`TidGroups`] is the software platform's store
+//! (two Rust tables, lists doubly linked through group indices, so a move
+//! is O(1) and nothing is scanned or allocated); the kernel platform's
+//! store is the driver's own `rcd->groups` and list heads. [`TidGroups`]
+//! also offers a checked interface ([`TidGroups::allocate`],
+//! [`TidGroups::program`], [`TidGroups::unprogram`]) whose allocations
+//! carry a ticket, so a stale, foreign or twice-released allocation is
+//! refused.
 
 extern crate alloc;
 
@@ -22,14 +30,19 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use alloc::vec::Vec;
 use arrayvec::ArrayVec;
-use hfi1_hal::consts::{
-    MAX_PAGESETS, MAX_TID_GROUPS, PAGE_SHIFT, TID_GROUP_FULL_MAP, TID_GROUP_SIZE,
-};
+use hfi1_hal::consts::{MAX_PAGESETS, MAX_TID_GROUPS, TID_GROUP_FULL_MAP, TID_GROUP_SIZE};
 use hfi1_hal::services::try_fill_vec;
-use hfi1_hal::{RcvArray, RcvType, TidCtrl, TidEntry};
+use hfi1_hal::{RcvArray, TidEntry};
 
 use crate::AllocError;
 use crate::pageset::PageSet;
+
+pub mod store;
+
+pub use store::{
+    GroupStore, NodeList, PageSetSource, ProgramSink, alloc_tids, program_rcvarray,
+    unprogram_rcvarray,
+};
 
 /// "No group" in the index links.
 const NIL: u16 = u16::MAX;
@@ -149,9 +162,13 @@ impl TidNode {
         self.taken
     }
 
-    /// Builds a node, working out which entries it takes.
+    /// Builds a node for group `group` (its index in the context), whose
+    /// map was `map` when it was chosen, taking `cnt` entries, and works
+    /// out which entries it takes (the `cnt` lowest bits clear in `map`).
+    /// Kernel: `kern_add_tid_node()` (which stores the group pointer, map
+    /// and count; a store rebuilds the node from those).
     #[inline]
-    const fn new(group: u16, map: u8, cnt: u8) -> Self {
+    pub const fn new(group: u16, map: u8, cnt: u8) -> Self {
         if map == 0 {
             // A whole free group: the `cnt` lowest entries.
             let taken = if cnt >= GROUP_SIZE {
@@ -264,18 +281,6 @@ pub struct Programmed {
     pub npkts: u32,
 }
 
-/// Programs one entry with a set: EXPECTED with its DMA address and order,
-/// or INVALID for a filler. Kernel: the `hfi1_put_tid()` calls of
-/// `kern_program_rcv_group()`.
-#[inline(always)]
-fn put_set(rcv: &mut impl RcvArray, rcventry: u32, set: &PageSet) {
-    if set.is_filler() {
-        rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
-    } else {
-        rcv.put_tid(rcventry, RcvType::Expected, set.dma, set.order());
-    }
-}
-
 /// Writes `value` into the owner slots of the entries in `taken`.
 #[inline(always)]
 fn set_owners(owners: &mut [u32; TID_GROUP_SIZE], taken: u8, value: u32) {
@@ -307,180 +312,6 @@ fn owns_all(owners: &[u32; TID_GROUP_SIZE], taken: u8, ticket: u32) -> bool {
 #[inline]
 const fn group_base(expected_base: u32, g: u16) -> u32 {
     expected_base.wrapping_add((g as u32).wrapping_mul(TID_GROUP_SIZE as u32))
-}
-
-/// Packets per TID entry at one path MTU: the driver rounds
-/// `pages / (pmtu / 4096)` up with a shift by log2 of the pages per packet
-/// (exact for the power-of-two MTUs; 10240 counts as 2 pages).
-#[derive(Debug, Clone, Copy)]
-struct PacketShape {
-    pmtu_pages: u32,
-    shift: u32,
-}
-
-impl PacketShape {
-    /// The shape of `pmtu`; [`AllocError::BadPmtu`] below 4096.
-    fn new(pmtu: u32) -> Result<Self, AllocError> {
-        let pmtu_pages = pmtu >> PAGE_SHIFT;
-        match pmtu_pages.checked_ilog2() {
-            Some(shift) => Ok(Self { pmtu_pages, shift }),
-            None => Err(AllocError::BadPmtu(pmtu)),
-        }
-    }
-
-    /// Packets a TID entry of `pages` pages takes.
-    /// Kernel: `(npages + pmtu_pg - 1) >> ilog2(pmtu_pg)`.
-    #[inline(always)]
-    fn packets(self, pages: u32) -> u32 {
-        pages.wrapping_add(self.pmtu_pages - 1) >> self.shift
-    }
-}
-
-/// Where one group's RcvArray pairs are: the absolute index of its first
-/// entry and the pair index (relative to the expected base) of its first
-/// pair.
-#[derive(Debug, Clone, Copy)]
-struct GroupPairs {
-    abs_base: u32,
-    pair_base: u32,
-}
-
-impl GroupPairs {
-    /// Appends the TID entry of pair `p` (CTRL, pages) and its packets.
-    /// Kernel: the `EXP_TID_SET(IDX | CTRL | LEN)` of
-    /// `kern_program_rcv_group()`.
-    #[inline(always)]
-    fn push_entry(
-        self,
-        p: u8,
-        ctrl: TidCtrl,
-        pages: u32,
-        shape: PacketShape,
-        out: &mut Programmed,
-    ) {
-        let idx = self.pair_base.wrapping_add(u32::from(p));
-        // Cannot fail: idx < 1024 (at most 256 groups, asserted above) and
-        // pages <= 1024 (two sets of at most 512, checked by
-        // `check_program`). Should it, the entry would read LEN 0, which
-        // the peer rejects, rather than name other entries.
-        let entry = TidEntry::new(idx, ctrl, pages).unwrap_or(TidEntry::from_raw(0));
-        // Cannot fail: at most one TID entry per page set.
-        let _ = out.tid_entries.try_push(entry);
-        out.npkts = out.npkts.wrapping_add(shape.packets(pages));
-    }
-
-    /// Programs both entries of pair `p` with `a` and `b` (a filler in the
-    /// odd slot makes CTRL 1: the driver looks at the set it just
-    /// programmed).
-    #[inline(always)]
-    fn put_both(
-        self,
-        rcv: &mut impl RcvArray,
-        p: u8,
-        a: &PageSet,
-        b: &PageSet,
-        shape: PacketShape,
-        out: &mut Programmed,
-    ) {
-        let even = self.abs_base.wrapping_add(2 * u32::from(p));
-        put_set(rcv, even, a);
-        put_set(rcv, even.wrapping_add(1), b);
-        let ctrl = if b.is_filler() {
-            TidCtrl::Even
-        } else {
-            TidCtrl::Pair
-        };
-        let pages = u32::from(a.count).wrapping_add(u32::from(b.count));
-        self.push_entry(p, ctrl, pages, shape, out);
-    }
-
-    /// Pair `p` as the two bits of the node's `taken` map say:
-    /// - neither taken: two write-combining fills;
-    /// - only the even one: one TID entry, CTRL 1;
-    /// - only the odd one: one TID entry, CTRL 2 (1 for a filler);
-    /// - both: one TID entry for the pair, CTRL 3, LEN = both sets.
-    ///
-    /// This is the driver's entry-by-entry `pair` logic: an even entry
-    /// starts a pair exactly when it and the next one are both taken by
-    /// this node.
-    #[inline(always)]
-    fn put_pair(
-        self,
-        rcv: &mut impl RcvArray,
-        p: u8,
-        bits: u8,
-        sets: &mut core::slice::Iter<'_, PageSet>,
-        shape: PacketShape,
-        out: &mut Programmed,
-    ) {
-        let even = self.abs_base.wrapping_add(2 * u32::from(p));
-        let odd = even.wrapping_add(1);
-        let mut next = || sets.next().copied().unwrap_or(PageSet::FILLER);
-        match bits {
-            0 => {
-                rcv.wc_fill(even);
-                rcv.wc_fill(odd);
-            }
-            1 => {
-                let a = next();
-                put_set(rcv, even, &a);
-                rcv.wc_fill(odd);
-                self.push_entry(p, TidCtrl::Even, u32::from(a.count), shape, out);
-            }
-            2 => {
-                rcv.wc_fill(even);
-                let b = next();
-                put_set(rcv, odd, &b);
-                let ctrl = if b.is_filler() {
-                    TidCtrl::Even
-                } else {
-                    TidCtrl::Odd
-                };
-                self.push_entry(p, ctrl, u32::from(b.count), shape, out);
-            }
-            _ => {
-                let (a, b) = (next(), next());
-                self.put_both(rcv, p, &a, &b, shape, out);
-            }
-        }
-    }
-}
-
-/// The nodes [`TidGroups::allocate`]'s passes have chosen so far.
-struct Picker<'a> {
-    nodes: &'a mut ArrayVec<TidNode, MAX_PAGESETS>,
-    /// Entries found so far.
-    taken: usize,
-    /// Entries wanted (one per page set).
-    n: usize,
-}
-
-impl Picker<'_> {
-    /// Takes `cnt` entries of group `group`, whose map is `map` now.
-    ///
-    /// Every node takes at least one entry and the passes stop once
-    /// `n <= 64` entries are found, so `nodes` cannot overflow; should it,
-    /// the allocation fails cleanly.
-    fn add(&mut self, group: u16, map: u8, cnt: u8) -> Result<(), AllocError> {
-        self.nodes
-            .try_push(TidNode::new(group, map, cnt))
-            .map_err(|_| AllocError::NoSpace)?;
-        self.taken += usize::from(cnt);
-        Ok(())
-    }
-
-    /// True once enough entries are found.
-    fn done(&self) -> bool {
-        self.taken >= self.n
-    }
-}
-
-/// Where pass 1 stopped: the last group it took, and whether it ran off
-/// the end of the free list.
-#[derive(Debug, Clone, Copy)]
-struct WholePass {
-    last: Option<u16>,
-    ran_off: bool,
 }
 
 /// The TID groups of one receive context.
@@ -720,13 +551,6 @@ impl TidGroups {
         }
     }
 
-    /// Moves group `g` to the tail of `to`. Kernel: `tid_group_move()`.
-    #[inline]
-    fn move_to(&mut self, g: u16, to: GroupList) {
-        self.unlink(g);
-        self.append(g, to);
-    }
-
     #[inline]
     fn head(&self, which: GroupList) -> u16 {
         self.lists.get(which.index()).map_or(NIL, |l| l.head)
@@ -737,28 +561,15 @@ impl TidGroups {
         self.groups.get(g as usize).map_or(NIL, |n| n.next)
     }
 
-    #[inline]
-    fn counters(&self, g: u16) -> (u8, u8) {
-        self.groups
-            .get(g as usize)
-            .map_or((0, 0), |n| (n.used, n.map))
-    }
-
     // ---- allocate / program / unprogram --------------------------------
 
     /// Chooses RcvArray entries for `sets.len()` page sets without changing
-    /// anything. Kernel: `kern_alloc_tids()`.
+    /// anything. Kernel: `kern_alloc_tids()`; the passes are
+    /// [`alloc_tids`]'s.
     ///
-    /// Three passes, each recording `(group, map snapshot, count)` nodes:
-    /// 1. whole free groups, head first, `n / 8` of them;
-    /// 2. partly used groups, head first, each giving
-    ///    `min(remaining, 8 - used)`;
-    /// 3. the one free group after the last one pass 1 took (the head of
-    ///    the free list if pass 1 took none), giving `min(remaining, 8)`.
-    ///
-    /// Quirk 2 of the vectors' README is kept: pass 3 takes at most one
-    /// group (enough, since the remainder is then below 8), and if pass 1
-    /// ran off the end of the free list, pass 3 does not run at all.
+    /// The allocation remembers this context, the state it was made for
+    /// and a ticket, so [`Self::program`] and [`Self::unprogram`] can
+    /// refuse a stale, foreign or already released one.
     ///
     /// # Locking
     ///
@@ -767,13 +578,7 @@ impl TidGroups {
     ///
     /// # Errors
     ///
-    /// [`AllocError::NoSpace`] (the driver's `-EAGAIN`) when the passes do
-    /// not find enough entries; [`AllocError::NoPageSets`],
-    /// [`AllocError::OddPageSets`] or [`AllocError::TooManyPageSets`] for
-    /// 0, an odd number, or more than 64 sets. Odd counts are refused on
-    /// purpose (the driver only warns, quirk 3): they break the pair
-    /// alignment of the group maps and let two flows share one RcvArray
-    /// pair. Nothing changes on any error.
+    /// As [`alloc_tids`]. Nothing changes on any error.
     pub fn allocate(&self, sets: &[PageSet]) -> Result<TidAlloc, AllocError> {
         let mut out = TidAlloc::default();
         self.allocate_into(sets, &mut out)?;
@@ -793,8 +598,7 @@ impl TidGroups {
     /// As [`Self::allocate`].
     pub fn allocate_into(&self, sets: &[PageSet], out: &mut TidAlloc) -> Result<(), AllocError> {
         out.forget();
-        let r = self.choose(sets.len(), &mut out.nodes);
-        if let Err(e) = r {
+        if let Err(e) = alloc_tids(self, sets.len(), &mut out.nodes) {
             out.nodes.clear();
             return Err(e);
         }
@@ -807,110 +611,9 @@ impl TidGroups {
         out.expected_base = self.expected_base;
         out.version = self.version;
         out.ticket = ticket;
-        // n <= 64, checked by `choose`.
+        // n <= 64, checked by `alloc_tids`.
         out.nsets = sets.len() as u8;
         Ok(())
-    }
-
-    /// The three passes of [`Self::allocate`] for `n` sets, appending the
-    /// chosen nodes to `nodes`.
-    fn choose(
-        &self,
-        n: usize,
-        nodes: &mut ArrayVec<TidNode, MAX_PAGESETS>,
-    ) -> Result<(), AllocError> {
-        if n == 0 {
-            return Err(AllocError::NoPageSets);
-        }
-        if n > MAX_PAGESETS {
-            return Err(AllocError::TooManyPageSets);
-        }
-        if n % 2 == 1 {
-            return Err(AllocError::OddPageSets(n));
-        }
-        let mut pick = Picker { nodes, taken: 0, n };
-        let whole = self.pick_whole_groups(&mut pick)?;
-        if pick.done() {
-            return Ok(());
-        }
-        self.pick_used_groups(&mut pick)?;
-        if pick.done() {
-            return Ok(());
-        }
-        self.pick_one_more_free(&mut pick, whole)
-    }
-
-    /// Pass 1 of [`Self::allocate`]: whole free groups, head first, `n / 8`
-    /// of them. Kernel: the "complete groups" loop of `kern_alloc_tids()`.
-    fn pick_whole_groups(&self, pick: &mut Picker<'_>) -> Result<WholePass, AllocError> {
-        let mut pass = WholePass {
-            last: None,
-            ran_off: false,
-        };
-        let mut whole = pick.n / TID_GROUP_SIZE;
-        if whole == 0 {
-            return Ok(pass);
-        }
-        let mut g = self.head(GroupList::Free);
-        loop {
-            if g == NIL {
-                pass.ran_off = true;
-                return Ok(pass);
-            }
-            pick.add(g, self.counters(g).1, GROUP_SIZE)?;
-            pass.last = Some(g);
-            whole -= 1;
-            if whole == 0 {
-                return Ok(pass);
-            }
-            g = self.next_of(g);
-        }
-    }
-
-    /// Pass 2: partly used groups, head first, each giving
-    /// `min(remaining, 8 - used)`, until enough are found. Kernel: the
-    /// "used groups" loop of `kern_alloc_tids()`.
-    fn pick_used_groups(&self, pick: &mut Picker<'_>) -> Result<(), AllocError> {
-        let mut g = self.head(GroupList::Used);
-        while g != NIL {
-            let (used, map) = self.counters(g);
-            let room = GROUP_SIZE.saturating_sub(used) as usize;
-            let take = room.min(pick.n - pick.taken);
-            pick.add(g, map, take as u8)?;
-            if pick.done() {
-                return Ok(());
-            }
-            g = self.next_of(g);
-        }
-        Ok(())
-    }
-
-    /// Pass 3: the one free group after the last one pass 1 took (the head
-    /// of the free list if pass 1 took none), giving `min(remaining, 8)`;
-    /// not at all if pass 1 ran off the end of the free list (quirk 2).
-    /// Kernel: the "complete continue" step of `kern_alloc_tids()`.
-    fn pick_one_more_free(
-        &self,
-        pick: &mut Picker<'_>,
-        whole: WholePass,
-    ) -> Result<(), AllocError> {
-        if whole.ran_off {
-            return Err(AllocError::NoSpace);
-        }
-        let g = match whole.last {
-            None => self.head(GroupList::Free),
-            Some(last) => self.next_of(last),
-        };
-        if g == NIL {
-            return Err(AllocError::NoSpace);
-        }
-        let take = TID_GROUP_SIZE.min(pick.n - pick.taken);
-        pick.add(g, self.counters(g).1, take as u8)?;
-        if pick.done() {
-            Ok(())
-        } else {
-            Err(AllocError::NoSpace)
-        }
     }
 
     /// Checks that `alloc` was made by this context.
@@ -927,19 +630,8 @@ impl TidGroups {
 
     /// Programs the entries `alloc` chose with `sets`, moves the groups
     /// between lists and builds the TID entries. Kernel:
-    /// `kern_program_rcvarray()` / `kern_program_rcv_group()`.
-    ///
-    /// For each node the group's eight entries are visited in order; an
-    /// entry taken in the snapshot, or beyond the node's count, gets a
-    /// write-combining fill; every other entry takes the next page set:
-    /// `put_tid` EXPECTED with the set's `dma` and order, or INVALID for a
-    /// filler. Two free entries at an even position form a pair (one TID
-    /// entry, CTRL 3, LEN = pages of both) when the node needs at least two
-    /// more; otherwise an entry yields CTRL 1 (even) or 2 (odd), and a
-    /// filler CTRL 1. Each TID entry adds `ceil(LEN / (pmtu / 4096))`
-    /// packets. A group moves free→used at its first entry and used→full at
-    /// its eighth (quirk 4). A pair of two fillers gives a LEN 0 entry
-    /// (quirk 5; `find_phys_blocks` never produces one).
+    /// `kern_program_rcvarray()` / `kern_program_rcv_group()`; the
+    /// programming is [`program_rcvarray`]'s.
     ///
     /// # Locking
     ///
@@ -987,27 +679,7 @@ impl TidGroups {
         pmtu: u32,
         out: &mut Programmed,
     ) -> Result<(), AllocError> {
-        out.tid_entries.clear();
-        out.npkts = 0;
-        let shape = self.check_program(alloc, sets, pmtu)?;
-        let mut next_set = sets.iter();
-        for node in &alloc.nodes {
-            self.program_node(rcv, node, &mut next_set, shape, out);
-            self.take_entries(node, alloc.ticket);
-        }
-        self.in_use = self.in_use.wrapping_add(u32::from(alloc.nsets));
-        self.version = self.version.wrapping_add(1);
-        Ok(())
-    }
-
-    /// Everything [`Self::program_into`] refuses, checked before anything
-    /// is written; the packet shape of the path MTU.
-    fn check_program(
-        &self,
-        alloc: &TidAlloc,
-        sets: &[PageSet],
-        pmtu: u32,
-    ) -> Result<PacketShape, AllocError> {
+        out.reset();
         self.check_owner(alloc)?;
         if alloc.version != self.version {
             return Err(AllocError::Stale);
@@ -1018,88 +690,15 @@ impl TidGroups {
                 got: sets.len(),
             });
         }
-        // One branch-free pass; the culprit is looked up only on error.
-        let all_ok = sets.iter().fold(true, |ok, s| ok & s.is_programmable());
-        if !all_ok {
-            if let Some((index, s)) = sets.iter().enumerate().find(|(_, s)| !s.is_programmable()) {
-                return Err(AllocError::BadPageSet {
-                    index,
-                    count: s.count,
-                });
+        let shape = store::check_sets(sets, pmtu)?;
+        store::program_checked(self, rcv, &alloc.nodes, sets, shape, out);
+        for node in &alloc.nodes {
+            if let Some(owners) = self.owner.get_mut(node.group as usize) {
+                set_owners(owners, node.taken(), alloc.ticket);
             }
         }
-        PacketShape::new(pmtu)
-    }
-
-    /// Programs the eight entries of `node`'s group: fills for entries the
-    /// node does not take, the next sets of `sets` for the others, one TID
-    /// entry per RcvArray pair it touches (see [`Self::program`]).
-    /// Kernel: the entry loop of `kern_program_rcv_group()`.
-    #[inline]
-    fn program_node(
-        &self,
-        rcv: &mut impl RcvArray,
-        node: &TidNode,
-        sets: &mut core::slice::Iter<'_, PageSet>,
-        shape: PacketShape,
-        out: &mut Programmed,
-    ) {
-        let rel_base = u32::from(node.group).wrapping_mul(TID_GROUP_SIZE as u32);
-        let group = GroupPairs {
-            abs_base: self.expected_base.wrapping_add(rel_base),
-            // Groups start at a multiple of 8 from the expected base, so
-            // the pair index of pair `p` is `rel_base / 2 + p`.
-            pair_base: rel_base >> 1,
-        };
-        let taken = node.taken();
-        // Fast path, the common case: a whole free group takes eight sets
-        // as four pairs.
-        let whole = if taken == TID_GROUP_FULL_MAP {
-            sets.as_slice().split_first_chunk::<TID_GROUP_SIZE>()
-        } else {
-            None
-        };
-        if let Some((chunk, rest)) = whole {
-            for (p, pair) in (0u8..).zip(chunk.chunks_exact(2)) {
-                if let &[a, b] = pair {
-                    group.put_both(rcv, p, &a, &b, shape, out);
-                }
-            }
-            *sets = rest.iter();
-            return;
-        }
-        for p in 0..(GROUP_SIZE / 2) {
-            group.put_pair(rcv, p, (taken >> (2 * p)) & 3, sets, shape, out);
-        }
-    }
-
-    /// Records that `node`'s entries are taken: the group's `used` and
-    /// `map`, its move between lists, and the entries' owner ticket.
-    /// Kernel: the `used`/`map` updates and `tid_group_move()`s of
-    /// `kern_program_rcv_group()`.
-    #[inline]
-    fn take_entries(&mut self, node: &TidNode, ticket: u32) {
-        let g = node.group;
-        let Some(&Group { used, map, .. }) = self.groups.get(g as usize) else {
-            return;
-        };
-        let taken = node.taken();
-        // The driver moves the group entry by entry (free->used at the
-        // first, used->full at the eighth), always to the tail; the net
-        // effect on the three lists is this one move.
-        let new_used = used.wrapping_add(node.cnt);
-        if let Some(grp) = self.link(g) {
-            grp.used = new_used;
-            grp.map = map | taken;
-        }
-        if new_used == GROUP_SIZE {
-            self.move_to(g, GroupList::Full);
-        } else if used == 0 {
-            self.move_to(g, GroupList::Used);
-        }
-        if let Some(owners) = self.owner.get_mut(g as usize) {
-            set_owners(owners, taken, ticket);
-        }
+        self.version = self.version.wrapping_add(1);
+        Ok(())
     }
 
     /// Releases the entries `alloc` holds: each is written INVALID, the
@@ -1107,7 +706,8 @@ impl TidGroups {
     /// used→free as it empties (to the tail, quirk 4). Entries of a touched
     /// group that `alloc` does not hold get a write-combining fill.
     /// Kernel: `kern_unprogram_rcv_group()` for every node, as
-    /// `hfi1_kern_exp_rcv_clear()` calls it.
+    /// `hfi1_kern_exp_rcv_clear()` calls it; the release is
+    /// [`unprogram_rcvarray`]'s.
     ///
     /// # Locking
     ///
@@ -1147,47 +747,59 @@ impl TidGroups {
                 return Err(AllocError::Stale);
             }
         }
-
+        unprogram_rcvarray(self, rcv, &alloc.nodes);
         for node in &alloc.nodes {
-            let g = node.group;
-            let Some(&Group { used, map, .. }) = self.groups.get(g as usize) else {
-                continue;
-            };
-            let taken = node.taken();
-            let abs_base = group_base(self.expected_base, g);
-            if taken == TID_GROUP_FULL_MAP {
-                for i in 0..TID_GROUP_SIZE as u32 {
-                    rcv.put_tid(abs_base.wrapping_add(i), RcvType::Invalid, 0, 0);
-                }
-            } else {
-                for i in 0..GROUP_SIZE {
-                    let rcventry = abs_base.wrapping_add(u32::from(i));
-                    if taken & (1 << i) == 0 {
-                        rcv.wc_fill(rcventry);
-                    } else {
-                        rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
-                    }
-                }
-            }
-            // Net effect of the driver's entry-by-entry moves (full->used as
-            // the first entry goes, used->free as the last one goes).
-            let new_used = used.wrapping_sub(node.cnt);
-            if let Some(grp) = self.link(g) {
-                grp.used = new_used;
-                grp.map = map & !taken;
-            }
-            if new_used == 0 {
-                self.move_to(g, GroupList::Free);
-            } else if used == GROUP_SIZE {
-                self.move_to(g, GroupList::Used);
-            }
-            if let Some(owners) = self.owner.get_mut(g as usize) {
-                set_owners(owners, taken, 0);
+            if let Some(owners) = self.owner.get_mut(node.group as usize) {
+                set_owners(owners, node.taken(), 0);
             }
         }
-        self.in_use = self.in_use.wrapping_sub(u32::from(alloc.nsets));
         self.version = self.version.wrapping_add(1);
         Ok(())
+    }
+}
+
+/// The software platform's store: the tables of [`TidGroups`]. Every change
+/// keeps the count of entries in use and bumps the version (so a checked
+/// allocation made before it is stale).
+impl GroupStore for TidGroups {
+    fn expected_base(&self) -> u32 {
+        self.expected_base
+    }
+
+    fn first(&self, list: GroupList) -> Option<u16> {
+        Some(self.head(list)).filter(|&g| g != NIL)
+    }
+
+    fn next(&self, g: u16) -> Option<u16> {
+        Some(self.next_of(g)).filter(|&n| n != NIL)
+    }
+
+    fn base(&self, g: u16) -> u32 {
+        group_base(self.expected_base, g)
+    }
+
+    fn counters(&self, g: u16) -> (u8, u8) {
+        self.groups
+            .get(g as usize)
+            .map_or((0, 0), |n| (n.used, n.map))
+    }
+
+    fn set_counters(&mut self, g: u16, used: u8, map: u8) {
+        let Some(grp) = self.groups.get_mut(g as usize) else {
+            return;
+        };
+        self.in_use = self
+            .in_use
+            .wrapping_add(u32::from(used))
+            .wrapping_sub(u32::from(grp.used));
+        grp.used = used;
+        grp.map = map;
+        self.version = self.version.wrapping_add(1);
+    }
+
+    fn move_to(&mut self, g: u16, _from: GroupList, to: GroupList) {
+        self.unlink(g);
+        self.append(g, to);
     }
 }
 

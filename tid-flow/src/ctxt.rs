@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The receive context that owns `exp_lock`, and the QP's hardware flow
+//! The receive context that owns `exp_lock`, the traits the engine reaches
+//! a context's state through, and the QP's hardware flow
 //! (`setup_hw_flow` / `clear_hw_flow`).
 
 use core::fmt;
@@ -10,16 +11,22 @@ use hfi1_hal::lock_order::{
     ExpLock, Guard, Lock, LockLevel, LockToken, NewRawSpinLock, RawSpinLock, SLock,
 };
 use hfi1_hal::platform::{FlowTable, RcvArray};
-use hfi1_hal::services::{AllocContext, DmaMap, Memory, RandomSource};
-use qp_wait::{DevCounters, Membership, QueueKind, SFlags, SendState, WaitPlatform, WaitQueues};
+use hfi1_hal::services::{
+    AllocContext, DmaMap, Memory, MemoryWait, QpRef, RandomSource, Scheduler,
+};
+use qp_wait::store::{self as wait, WaitCounter, WaitStore};
+use qp_wait::{Cpu, DevCounters, QueueKind, SFlags, SendState, WaitPlatform, WaitQueues};
 use tid_alloc::TidGroups;
+use tid_alloc::groups::GroupStore;
 
 use crate::FlowError;
-use crate::flows::{HwFlows, QpFlowState};
+use crate::flows::{
+    FlowStore, HwFlows, QpFlow, QpFlowState, clear_flow, release_flow, reserve_flow, setup_flow,
+};
 
 /// What a platform supplies to the flow engine, on top of the wait queues'
 /// needs.
-pub trait FlowPlatform: WaitPlatform {
+pub trait FlowPlatform: WaitPlatform<Sched: MemoryWait<<Self as WaitPlatform>::Ref>> {
     /// One receive context's share of the chip (RcvArray and flow table).
     type Chip: RcvArray + FlowTable;
     /// DMA mapping of receive buffers.
@@ -51,6 +58,85 @@ impl<P: FlowPlatform> AsMut<WaitQueues<P::Ref>> for ExpState<P> {
     fn as_mut(&mut self) -> &mut WaitQueues<P::Ref> {
         &mut self.waiters
     }
+}
+
+/// The parts of a context's `exp_lock`-guarded state, lent at once.
+#[derive(Debug)]
+pub struct ExpParts<'a, C, F: ?Sized, G: ?Sized, W: ?Sized> {
+    /// The chip (RcvArray and flow table).
+    pub chip: &'a mut C,
+    /// The flow bitmap and generations.
+    pub flows: &'a mut F,
+    /// The TID groups.
+    pub groups: &'a mut G,
+    /// The two wait queues.
+    pub waits: &'a mut W,
+}
+
+/// A receive context's `exp_lock`-guarded state, wherever it lives: the
+/// software platform's [`ExpState`] (Rust tables), the kernel platform's
+/// view of the driver's `struct hfi1_ctxtdata`.
+///
+/// # Locking
+///
+/// Reached only through the context's `exp_lock` guard.
+pub trait ExpStore<R: QpRef> {
+    /// The chip.
+    type Chip: RcvArray + FlowTable;
+    /// The flow bitmap and generations. Kernel: `rcd->flow_mask`,
+    /// `rcd->flows[]`.
+    type Flows: FlowStore + ?Sized;
+    /// The TID groups. Kernel: `rcd->groups`, `rcd->tid_*_list`.
+    type Groups: GroupStore + ?Sized;
+    /// The wait queues. Kernel: `rcd->flow_queue`, `rcd->rarr_queue`.
+    type Waits: WaitStore<R> + ?Sized;
+
+    /// All four parts at once.
+    fn split(&mut self) -> ExpParts<'_, Self::Chip, Self::Flows, Self::Groups, Self::Waits>;
+}
+
+impl<P: FlowPlatform> ExpStore<P::Ref> for ExpState<P> {
+    type Chip = P::Chip;
+    type Flows = HwFlows;
+    type Groups = TidGroups;
+    type Waits = WaitQueues<P::Ref>;
+
+    fn split(&mut self) -> ExpParts<'_, P::Chip, HwFlows, TidGroups, WaitQueues<P::Ref>> {
+        ExpParts {
+            chip: &mut self.chip,
+            flows: &mut self.flows,
+            groups: &mut self.groups,
+            waits: &mut self.waiters,
+        }
+    }
+}
+
+/// A receive context as the engine sees it: its `exp_lock` and the
+/// services its QPs use. [`RcvCtxt`] is the software platform's (and the
+/// engine's own objects'); the kernel platform builds one over the
+/// driver's `struct hfi1_ctxtdata` for each call.
+pub trait Context {
+    /// A counted reference to a QP of the context.
+    type Ref: QpRef<Target: Cpu>;
+    /// The spin-lock backend of `exp_lock`.
+    type Lock: RawSpinLock;
+    /// The `exp_lock`-guarded state.
+    type Exp: ExpStore<Self::Ref>;
+    /// Send engines, trigger work and the memory-wait list.
+    type Sched: Scheduler<Self::Ref> + MemoryWait<Self::Ref>;
+    /// DMA mapping of receive buffers.
+    type Dma: DmaMap;
+    /// The device's TID-wait counter.
+    type Dev: WaitCounter;
+
+    /// Kernel: `rcd->exp_lock` and the state it guards.
+    fn exp_lock(&self) -> &Lock<ExpLock, Self::Lock, Self::Exp>;
+    /// The scheduler.
+    fn sched(&self) -> &Self::Sched;
+    /// The DMA map.
+    fn dma(&self) -> &Self::Dma;
+    /// The device's counters.
+    fn dev(&self) -> &Self::Dev;
 }
 
 /// The guard of a context's `exp_lock`.
@@ -201,6 +287,31 @@ impl<P: FlowPlatform> RcvCtxt<P> {
     }
 }
 
+impl<P: FlowPlatform> Context for RcvCtxt<P> {
+    type Ref = P::Ref;
+    type Lock = P::Lock;
+    type Exp = ExpState<P>;
+    type Sched = P::Sched;
+    type Dma = P::Dma;
+    type Dev = DevCounters;
+
+    fn exp_lock(&self) -> &Lock<ExpLock, P::Lock, ExpState<P>> {
+        &self.exp_lock
+    }
+
+    fn sched(&self) -> &P::Sched {
+        &self.sched
+    }
+
+    fn dma(&self) -> &P::Dma {
+        &self.dma
+    }
+
+    fn dev(&self) -> &DevCounters {
+        &self.dev
+    }
+}
+
 /// What the flow engine needs from a QP whose `s_lock` the caller holds:
 /// its flags, its flow state and the `s_lock` token, as disjoint borrows
 /// (so the caller can keep its requests in the same guarded state).
@@ -208,13 +319,29 @@ impl<P: FlowPlatform> RcvCtxt<P> {
 /// # Locking
 ///
 /// Exists only while the QP's `s_lock` is held: the token proves it.
-pub struct QpLocked<'a, 't> {
+///
+/// `F` is where the flow state lives: the software platform's
+/// [`QpFlowState`], or the driver's `qpriv->flow_state` on the kernel
+/// platform.
+pub struct QpLocked<'a, 't, F: ?Sized = QpFlowState> {
     /// The QP's flags (`WAIT_TID_SPACE`).
     pub flags: &'a mut SFlags,
     /// The QP's hardware-flow state.
-    pub flow: &'a mut QpFlowState,
+    pub flow: &'a mut F,
     /// The QP's `s_lock` token, for taking `exp_lock`.
     pub token: &'a mut LockToken<'t, SLock>,
+}
+
+impl<'t, F: ?Sized> QpLocked<'_, 't, F> {
+    /// Lends the same parts again for one call (the value stays usable
+    /// afterwards).
+    pub fn again(&mut self) -> QpLocked<'_, 't, F> {
+        QpLocked {
+            flags: &mut *self.flags,
+            flow: &mut *self.flow,
+            token: &mut *self.token,
+        }
+    }
 }
 
 impl<'a, 't> QpLocked<'a, 't> {
@@ -233,12 +360,11 @@ impl<'a, 't> QpLocked<'a, 't> {
     }
 }
 
-impl fmt::Debug for QpLocked<'_, '_> {
+impl<F: ?Sized> fmt::Debug for QpLocked<'_, '_, F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("QpLocked")
             .field("flags", &self.flags)
-            .field("flow", &self.flow)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -249,8 +375,8 @@ impl fmt::Debug for QpLocked<'_, '_> {
 /// the QP is queued and [`FlowError::Again`] returned. Otherwise it takes
 /// its last flow if free (else the lowest), a generation saved from a
 /// RESYNC overrides the flow's, the flow is armed, the QP's flow PSN
-/// restarts at 0 and it leaves the queue. After unlocking, the new head
-/// of the flow queue gets its wake-up scheduled.
+/// restarts at 0 and it leaves the queue it waits on. After unlocking,
+/// the new head of the flow queue gets its wake-up scheduled.
 ///
 /// # Locking
 ///
@@ -258,51 +384,43 @@ impl fmt::Debug for QpLocked<'_, '_> {
 ///
 /// # Errors
 ///
-/// [`FlowError::Again`] (queued); [`FlowError::Wait`] if the QP's slot is
-/// outside the context's table.
-pub fn setup_hw_flow<P: FlowPlatform>(
-    rcd: &RcvCtxt<P>,
-    qp: &P::Ref,
-    qp_locked: QpLocked<'_, '_>,
+/// [`FlowError::Again`] (queued); [`FlowError::Wait`] if the QP cannot be
+/// queued (a slot outside the context's table).
+pub fn setup_hw_flow_with<C: Context, F: QpFlow + ?Sized>(
+    rcd: &C,
+    qp: &C::Ref,
+    qp_locked: QpLocked<'_, '_, F>,
 ) -> Result<(), FlowError> {
     let QpLocked { flags, flow, token } = qp_locked;
-    if flow.index.is_some() {
+    if flow.holds_flow() {
         return Ok(());
     }
     let wake = {
-        let mut guard = rcd.exp_lock.lock(token);
-        let es = &mut *guard;
-        let got = if es.waiters.waiters(QueueKind::Flow, qp, flags) {
+        let mut guard = rcd.exp_lock().lock(token);
+        let es = guard.split();
+        let got = if wait::waiters(&*es.waits, QueueKind::Flow, qp, flags) {
             Err(FlowError::Again)
         } else {
-            es.flows.reserve(flow.last_index).map_err(FlowError::from)
+            reserve_flow(es.flows, flow.last_index()).map_err(FlowError::from)
         };
         let f = match got {
             Ok(f) => f,
             Err(e) => {
-                es.waiters.enqueue(QueueKind::Flow, qp, flags, &rcd.dev)?;
+                wait::enqueue(es.waits, QueueKind::Flow, qp, flags, rcd.dev())?;
                 return Err(e);
             }
         };
-        flow.index = Some(f);
-        flow.last_index = Some(f);
-        if !flow.generation.is_reserved() {
-            es.flows.set_generation(f, flow.generation);
+        flow.set_index(Some(f));
+        flow.set_last_index(Some(f));
+        if !flow.generation().is_reserved() {
+            es.flows.set_generation(f, flow.generation());
         }
-        flow.generation = es.flows.setup(&mut es.chip, f);
-        flow.psn = 0;
-        flow.flags = 0;
-        // Only leave the flow queue. The kernel's dequeue unlinks the QP
-        // from whichever queue holds it: a QP waiting on the RcvArray
-        // queue that had to get a new flow (its flow was released while it
-        // waited) would silently leave that queue, and the QP behind it
-        // would never be woken.
-        if es.waiters.membership(qp.slot()) == Membership::Queued(QueueKind::Flow) {
-            es.waiters.dequeue(QueueKind::Flow, qp, flags);
-        }
-        es.waiters.first(QueueKind::Flow)
+        flow.set_generation(setup_flow(es.flows, es.chip, f));
+        flow.set_psn(0);
+        wait::dequeue(es.waits, QueueKind::Flow, qp, flags);
+        wait::first(&*es.waits, QueueKind::Flow)
     };
-    wake.schedule(token, &rcd.sched);
+    wake.schedule(token, rcd.sched());
     Ok(())
 }
 
@@ -317,22 +435,26 @@ pub fn setup_hw_flow<P: FlowPlatform>(
 /// # Locking
 ///
 /// The QP's `s_lock` held (`qp_locked`); takes `exp_lock`.
-pub fn clear_hw_flow<P: FlowPlatform>(rcd: &RcvCtxt<P>, qp: &P::Ref, qp_locked: QpLocked<'_, '_>) {
+pub fn clear_hw_flow_with<C: Context, F: QpFlow + ?Sized>(
+    rcd: &C,
+    qp: &C::Ref,
+    qp_locked: QpLocked<'_, '_, F>,
+) {
     let QpLocked { flags, flow, token } = qp_locked;
-    let Some(f) = flow.index else {
+    let Some(f) = flow.index() else {
         return;
     };
     let wake = {
-        let mut guard = rcd.exp_lock.lock(token);
-        let es = &mut *guard;
-        es.flows.clear(&mut es.chip, f);
-        es.flows.release(f);
-        flow.index = None;
-        flow.psn = 0;
-        flow.generation = Generation::RESERVED;
-        es.waiters.first(QueueKind::Flow)
+        let mut guard = rcd.exp_lock().lock(token);
+        let es = guard.split();
+        clear_flow(es.flows, es.chip, f);
+        release_flow(es.flows, f);
+        flow.set_index(None);
+        flow.set_psn(0);
+        flow.set_generation(Generation::RESERVED);
+        wait::first(&*es.waits, QueueKind::Flow)
     };
-    wake.deliver(qp, flags, token, &rcd.sched);
+    wake.deliver(qp, flags, token, rcd.sched());
 }
 
 /// Moves the QP's hardware flow to its next generation and arms it again,
@@ -341,8 +463,8 @@ pub fn clear_hw_flow<P: FlowPlatform>(rcd: &RcvCtxt<P>, qp: &P::Ref, qp_locked: 
 ///
 /// For a requester that restarts the segments it has in flight: packets
 /// of the old generation then fail the chip's generation check. Giving
-/// the flow back and taking one again ([`clear_hw_flow`] +
-/// [`setup_hw_flow`]) would let a QP that holds TIDs wait for a flow held
+/// the flow back and taking one again ([`clear_hw_flow_with`] +
+/// [`setup_hw_flow_with`]) would let a QP that holds TIDs wait for a flow held
 /// by QPs that wait for its TIDs. No flow is freed, so nobody is woken.
 /// Kernel: no single function; the generation step of
 /// `hfi1_kern_clear_hw_flow()` followed by the arming of
@@ -351,15 +473,55 @@ pub fn clear_hw_flow<P: FlowPlatform>(rcd: &RcvCtxt<P>, qp: &P::Ref, qp_locked: 
 /// # Locking
 ///
 /// The QP's `s_lock` held (`qp_locked`); takes `exp_lock`.
-pub fn regenerate_hw_flow<P: FlowPlatform>(rcd: &RcvCtxt<P>, qp_locked: QpLocked<'_, '_>) -> bool {
+pub fn regenerate_hw_flow_with<C: Context, F: QpFlow + ?Sized>(
+    rcd: &C,
+    qp_locked: QpLocked<'_, '_, F>,
+) -> bool {
     let QpLocked { flow, token, .. } = qp_locked;
-    let Some(f) = flow.index else {
+    let Some(f) = flow.index() else {
         return false;
     };
-    let mut guard = rcd.exp_lock.lock(token);
-    let es = &mut *guard;
-    es.flows.clear(&mut es.chip, f);
-    flow.generation = es.flows.setup(&mut es.chip, f);
-    flow.psn = 0;
+    let mut guard = rcd.exp_lock().lock(token);
+    let es = guard.split();
+    clear_flow(es.flows, es.chip, f);
+    flow.set_generation(setup_flow(es.flows, es.chip, f));
+    flow.set_psn(0);
     true
+}
+
+/// [`setup_hw_flow_with`] on a sim context. Kernel:
+/// `hfi1_kern_setup_hw_flow()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`qp_locked`); takes `exp_lock`.
+///
+/// # Errors
+///
+/// As [`setup_hw_flow_with`].
+pub fn setup_hw_flow<P: FlowPlatform>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    qp_locked: QpLocked<'_, '_>,
+) -> Result<(), FlowError> {
+    setup_hw_flow_with(rcd, qp, qp_locked)
+}
+
+/// [`clear_hw_flow_with`] on a sim context. Kernel:
+/// `hfi1_kern_clear_hw_flow()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`qp_locked`); takes `exp_lock`.
+pub fn clear_hw_flow<P: FlowPlatform>(rcd: &RcvCtxt<P>, qp: &P::Ref, qp_locked: QpLocked<'_, '_>) {
+    clear_hw_flow_with(rcd, qp, qp_locked);
+}
+
+/// [`regenerate_hw_flow_with`] on a sim context.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`qp_locked`); takes `exp_lock`.
+pub fn regenerate_hw_flow<P: FlowPlatform>(rcd: &RcvCtxt<P>, qp_locked: QpLocked<'_, '_>) -> bool {
+    regenerate_hw_flow_with(rcd, qp_locked)
 }

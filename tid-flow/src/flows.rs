@@ -27,12 +27,129 @@ impl From<NoFreeFlow> for FlowError {
     }
 }
 
-/// The flow bitmap and the generation of every flow of one context.
-/// Kernel: `rcd->flow_mask` and `rcd->flows[].generation`.
+/// A context's flow bitmap and flow generations, wherever they live.
+/// Kernel: `rcd->flow_mask` (its low 32 bits) and
+/// `rcd->flows[].generation`.
+///
+/// # Locking
+///
+/// The context's `exp_lock`.
+pub trait FlowStore {
+    /// The allocation bitmap (bit i = flow i reserved).
+    fn mask(&self) -> u32;
+
+    /// Replaces the allocation bitmap.
+    fn set_mask(&mut self, mask: u32);
+
+    /// Flow `f`'s generation. Kernel: `rcd->flows[f].generation`.
+    fn generation(&self, f: FlowIndex) -> Generation;
+
+    /// Sets flow `f`'s generation.
+    fn set_generation(&mut self, f: FlowIndex, g: Generation);
+}
+
+/// Takes flow `last` if it is given and free, else the lowest free flow.
+/// Kernel: `kern_reserve_flow()`.
+///
+/// # Errors
+///
+/// [`NoFreeFlow`] when all 32 flows are taken.
+#[inline]
+pub fn reserve_flow<S: FlowStore + ?Sized>(
+    s: &mut S,
+    last: Option<FlowIndex>,
+) -> Result<FlowIndex, NoFreeFlow> {
+    let mask = s.mask();
+    if let Some(l) = last {
+        let bit = 1u32 << l.get();
+        if mask & bit == 0 {
+            s.set_mask(mask | bit);
+            return Ok(l);
+        }
+    }
+    let free = (!mask).trailing_zeros();
+    let f = FlowIndex::new(free).ok_or(NoFreeFlow)?;
+    s.set_mask(mask | 1 << free);
+    Ok(f)
+}
+
+/// Frees a flow's bit. Kernel: `clear_bit(idx, &rcd->flow_mask)`.
+#[inline]
+pub fn release_flow<S: FlowStore + ?Sized>(s: &mut S, f: FlowIndex) {
+    let mask = s.mask();
+    s.set_mask(mask & !(1u32 << f.get()));
+}
+
+/// Arms flow `f` with its current generation; returns it.
+/// Kernel: `kern_setup_hw_flow()`.
+#[inline]
+pub fn setup_flow<S: FlowStore + ?Sized>(
+    s: &S,
+    chip: &mut impl FlowTable,
+    f: FlowIndex,
+) -> Generation {
+    let g = s.generation(f);
+    chip.write_flow(f, FlowTableReg::for_generation(g));
+    g
+}
+
+/// Moves flow `f` to its next generation and disables it (writes the
+/// reserved generation). Does not free its bit.
+/// Kernel: `kern_clear_hw_flow()`.
+#[inline]
+pub fn clear_flow<S: FlowStore + ?Sized>(s: &mut S, chip: &mut impl FlowTable, f: FlowIndex) {
+    let g = s.generation(f).next();
+    s.set_generation(f, g);
+    chip.write_flow(f, FlowTableReg::for_generation(Generation::RESERVED));
+}
+
+/// Context init: each flow gets a random 20-bit generation (the reserved
+/// value may come out, as in the kernel) and is written disabled
+/// (reserved generation), one flow after the other. Kernel:
+/// `hfi1_kern_init_ctxt_generations()`.
+pub fn init_generations<S: FlowStore + ?Sized>(
+    s: &mut S,
+    rng: &mut impl RandomSource,
+    chip: &mut impl FlowTable,
+) {
+    for i in 0..NUM_TID_FLOWS as u32 {
+        if let Some(f) = FlowIndex::new(i) {
+            s.set_generation(f, Generation::masked(rng.next_u32()));
+            chip.write_flow(f, FlowTableReg::for_generation(Generation::RESERVED));
+        }
+    }
+}
+
+/// The flow bitmap and the generation of every flow of one context: the
+/// software platform's [`FlowStore`]. Kernel: `rcd->flow_mask` and
+/// `rcd->flows[].generation`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HwFlows {
     mask: u32,
     generations: [Generation; NUM_TID_FLOWS],
+}
+
+impl FlowStore for HwFlows {
+    fn mask(&self) -> u32 {
+        self.mask
+    }
+
+    fn set_mask(&mut self, mask: u32) {
+        self.mask = mask;
+    }
+
+    fn generation(&self, f: FlowIndex) -> Generation {
+        self.generations
+            .get(f.as_usize())
+            .copied()
+            .unwrap_or(Generation::RESERVED)
+    }
+
+    fn set_generation(&mut self, f: FlowIndex, g: Generation) {
+        if let Some(slot) = self.generations.get_mut(f.as_usize()) {
+            *slot = g;
+        }
+    }
 }
 
 impl HwFlows {
@@ -45,83 +162,52 @@ impl HwFlows {
         }
     }
 
-    /// Context init: each flow gets a random 20-bit generation (the
-    /// reserved value may come out, as in the kernel) and is written
-    /// disabled (reserved generation). Kernel:
+    /// Context init ([`init_generations`]). Kernel:
     /// `hfi1_kern_init_ctxt_generations()`.
     pub fn init(rng: &mut impl RandomSource, chip: &mut impl FlowTable) -> Self {
-        let mut generations = [Generation::RESERVED; NUM_TID_FLOWS];
-        for (i, g) in generations.iter_mut().enumerate() {
-            *g = Generation::masked(rng.next_u32());
-            if let Some(f) = FlowIndex::new(i as u32) {
-                chip.write_flow(f, FlowTableReg::for_generation(Generation::RESERVED));
-            }
-        }
-        Self::with_generations(generations)
+        let mut h = Self::with_generations([Generation::RESERVED; NUM_TID_FLOWS]);
+        init_generations(&mut h, rng, chip);
+        h
     }
 
-    /// Takes flow `last` if it is given and free, else the lowest free
-    /// flow. Kernel: `kern_reserve_flow()`.
+    /// [`reserve_flow`]. Kernel: `kern_reserve_flow()`.
     ///
     /// # Errors
     ///
     /// [`NoFreeFlow`] when all 32 flows are taken.
     #[inline]
     pub fn reserve(&mut self, last: Option<FlowIndex>) -> Result<FlowIndex, NoFreeFlow> {
-        if let Some(l) = last {
-            let bit = 1u32 << l.get();
-            if self.mask & bit == 0 {
-                self.mask |= bit;
-                return Ok(l);
-            }
-        }
-        let free = (!self.mask).trailing_zeros();
-        let f = FlowIndex::new(free).ok_or(NoFreeFlow)?;
-        self.mask |= 1 << free;
-        Ok(f)
+        reserve_flow(self, last)
     }
 
-    /// Frees a flow's bit. Kernel: `clear_bit(idx, &rcd->flow_mask)`.
+    /// [`release_flow`]. Kernel: `clear_bit(idx, &rcd->flow_mask)`.
     #[inline]
     pub fn release(&mut self, f: FlowIndex) {
-        self.mask &= !(1u32 << f.get());
+        release_flow(self, f);
     }
 
-    /// Arms flow `f` with its current generation; returns it.
-    /// Kernel: `kern_setup_hw_flow()`.
+    /// [`setup_flow`]. Kernel: `kern_setup_hw_flow()`.
     #[inline]
     pub fn setup(&mut self, chip: &mut impl FlowTable, f: FlowIndex) -> Generation {
-        let g = self.generation(f);
-        chip.write_flow(f, FlowTableReg::for_generation(g));
-        g
+        setup_flow(self, chip, f)
     }
 
-    /// Moves flow `f` to its next generation and disables it (writes the
-    /// reserved generation). Does not free its bit.
-    /// Kernel: `kern_clear_hw_flow()`.
+    /// [`clear_flow`]. Kernel: `kern_clear_hw_flow()`.
     #[inline]
     pub fn clear(&mut self, chip: &mut impl FlowTable, f: FlowIndex) {
-        if let Some(g) = self.generations.get_mut(f.as_usize()) {
-            *g = g.next();
-        }
-        chip.write_flow(f, FlowTableReg::for_generation(Generation::RESERVED));
+        clear_flow(self, chip, f);
     }
 
     /// Flow `f`'s generation.
     #[inline]
     pub fn generation(&self, f: FlowIndex) -> Generation {
-        self.generations
-            .get(f.as_usize())
-            .copied()
-            .unwrap_or(Generation::RESERVED)
+        FlowStore::generation(self, f)
     }
 
     /// Overrides flow `f`'s generation (one received in a RESYNC).
     #[inline]
     pub fn set_generation(&mut self, f: FlowIndex, g: Generation) {
-        if let Some(slot) = self.generations.get_mut(f.as_usize()) {
-            *slot = g;
-        }
+        FlowStore::set_generation(self, f, g);
     }
 
     /// True if flow `f` is reserved.
@@ -139,6 +225,45 @@ impl HwFlows {
     pub fn free_count(&self) -> u32 {
         NUM_TID_FLOWS as u32 - self.mask.count_ones()
     }
+}
+
+/// A QP's hardware-flow state, wherever it lives. Kernel:
+/// `struct tid_flow_state` (`qpriv->flow_state`).
+///
+/// # Locking
+///
+/// The QP's `s_lock`.
+pub trait QpFlow {
+    /// The flow the QP holds. Kernel: `fs->index` (32 = none).
+    fn index(&self) -> Option<FlowIndex>;
+
+    /// Sets it.
+    fn set_index(&mut self, f: Option<FlowIndex>);
+
+    /// True if the QP holds a flow. Kernel: `fs->index !=
+    /// RXE_NUM_TID_FLOWS`.
+    fn holds_flow(&self) -> bool {
+        self.index().is_some()
+    }
+
+    /// The flow it held last. Kernel: `fs->last_index`.
+    fn last_index(&self) -> Option<FlowIndex>;
+
+    /// Sets it.
+    fn set_last_index(&mut self, f: Option<FlowIndex>);
+
+    /// The flow's generation while held; between flows, the reserved value
+    /// or a generation received in a RESYNC. Kernel: `fs->generation`.
+    fn generation(&self) -> Generation;
+
+    /// Sets it.
+    fn set_generation(&mut self, g: Generation);
+
+    /// The next flow sequence to hand out. Kernel: `fs->psn`.
+    fn psn(&self) -> u32;
+
+    /// Sets it.
+    fn set_psn(&mut self, psn: u32);
 }
 
 /// A QP's hardware-flow state. Kernel: `struct tid_flow_state` in
@@ -159,7 +284,8 @@ pub struct QpFlowState {
     pub generation: Generation,
     /// The next 11-bit flow sequence to hand out. Kernel: `fs->psn`.
     pub psn: u32,
-    /// Protocol flags. Kernel: `fs->flags`.
+    /// The protocol's own flags for the flow (no kernel counterpart in
+    /// `struct tid_flow_state`; this crate never touches them).
     pub flags: u32,
 }
 
@@ -172,6 +298,40 @@ impl Default for QpFlowState {
             psn: 0,
             flags: 0,
         }
+    }
+}
+
+impl QpFlow for QpFlowState {
+    fn index(&self) -> Option<FlowIndex> {
+        self.index
+    }
+
+    fn set_index(&mut self, f: Option<FlowIndex>) {
+        self.index = f;
+    }
+
+    fn last_index(&self) -> Option<FlowIndex> {
+        self.last_index
+    }
+
+    fn set_last_index(&mut self, f: Option<FlowIndex>) {
+        self.last_index = f;
+    }
+
+    fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    fn set_generation(&mut self, g: Generation) {
+        self.generation = g;
+    }
+
+    fn psn(&self) -> u32 {
+        self.psn
+    }
+
+    fn set_psn(&mut self, psn: u32) {
+        self.psn = psn;
     }
 }
 

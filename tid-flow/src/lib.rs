@@ -115,17 +115,23 @@ extern crate alloc;
 mod ctxt;
 pub mod flows;
 pub mod segment;
+pub mod setup;
 #[cfg(feature = "sim")]
 pub mod sim;
 
 pub use ctxt::{
-    CtxtParts, ExpGuard, ExpState, FlowPlatform, QpLocked, RcvCtxt, clear_hw_flow,
-    regenerate_hw_flow, setup_hw_flow,
+    Context, CtxtParts, ExpGuard, ExpParts, ExpState, ExpStore, FlowPlatform, QpLocked, RcvCtxt,
+    clear_hw_flow, clear_hw_flow_with, regenerate_hw_flow, regenerate_hw_flow_with, setup_hw_flow,
+    setup_hw_flow_with,
 };
-pub use flows::{HwFlows, NoFreeFlow, QpFlowState};
+pub use flows::{FlowStore, HwFlows, NoFreeFlow, QpFlow, QpFlowState};
 pub use segment::{
-    FlowRecord, FlowRing, SegmentPsns, Sge, SgeCursor, TidRequest, exp_rcv_clear,
+    FlowRecord, FlowRing, SegmentPsns, Sge, SgeCursor, SgeWalk, TidRequest, exp_rcv_clear,
     exp_rcv_clear_all, exp_rcv_setup, ring_count, ring_next, ring_space,
+};
+pub use setup::{
+    FlowRingStore, FlowSetup, PageWalk, SegmentRecord, exp_rcv_clear_all_with, exp_rcv_clear_with,
+    exp_rcv_setup_with,
 };
 
 /// Errors of this crate. `kmod-glue` maps them to errno.

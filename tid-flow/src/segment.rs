@@ -1,18 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! A request's flow ring and segment setup/teardown
-//! (`exp_rcv_setup` / `exp_rcv_clear`).
+//! A request's flow ring and its flow records as the software platform
+//! keeps them ([`TidRequest`], [`FlowRecord`]), and the sim-facing entry
+//! points of segment setup and teardown (`exp_rcv_setup` /
+//! `exp_rcv_clear`), which run the engine of [`crate::setup`] on them.
 
 use arrayvec::ArrayVec;
 use core::ops::{Deref, DerefMut};
 use hfi1_hal::consts::{MAX_FLOWS, MAX_PAGESETS, MAX_SEGMENT_PAGES, PAGE_SHIFT, PAGE_SIZE};
 
-use hfi1_hal::services::{AllocContext, DmaMap, InitInPlace, Memory};
+use hfi1_hal::services::{AllocContext, InitInPlace, Memory};
 use hfi1_hal::{FlowIndex, FlowPsn, Generation, Psn, TidEntry};
-use qp_wait::QueueKind;
-use tid_alloc::{AllocError, PageSets, TidAlloc, find_phys_blocks_into};
+use tid_alloc::groups::ProgramSink;
+use tid_alloc::{AllocError, PageSet, PageSets, TidNode, find_phys_blocks_into};
 
 use crate::FlowError;
 use crate::ctxt::{FlowPlatform, QpLocked, RcvCtxt};
+use crate::setup::{
+    FlowRingStore, FlowSetup, PageWalk, SegmentRecord, exp_rcv_clear_all_with, exp_rcv_clear_with,
+    exp_rcv_setup_with,
+};
 
 /// The ring size as the `u16` cursors use it.
 const RING: u16 = MAX_FLOWS as u16;
@@ -73,12 +79,11 @@ pub struct FlowRecord {
     /// The segment's page sets, with their bus addresses once mapped.
     /// Kernel: `pagesets[0..npagesets)`.
     pub pagesets: PageSets,
-    /// How many of the non-filler page sets are DMA-mapped (all of them
-    /// once setup succeeded). Kernel: `pagesets[].mapped`.
-    pub mapped: usize,
-    /// The RcvArray entries the segment holds (empty when none).
-    /// Kernel: `tnode[0..tnode_cnt)`.
-    pub alloc: TidAlloc,
+    /// Bit i: page set i is DMA-mapped. Kernel: `pagesets[i].mapped`.
+    pub mapped: u64,
+    /// The TID groups the segment's RcvArray entries are in (empty when
+    /// none). Kernel: `tnode[0..tnode_cnt)`.
+    pub tnodes: ArrayVec<TidNode, MAX_PAGESETS>,
     /// The TID entries to send to the peer. Kernel: `tid_entry[0..tidcnt)`.
     pub tid_entries: ArrayVec<TidEntry, MAX_PAGESETS>,
     /// Packets the segment takes. Kernel: `npkts`.
@@ -101,61 +106,132 @@ pub struct FlowRecord {
     pub sent: u32,
     /// Packets counted for a RESYNC. Kernel: `resync_npkts`.
     pub resync_npkts: u32,
-    /// Where the SGE walk stood before this segment's pages were taken
-    /// (so an abandoned setup can give them back).
-    pub start: SgeCursor,
 }
 
 impl FlowRecord {
     /// True when the segment's RcvArray entries are programmed.
     pub fn is_programmed(&self) -> bool {
-        !self.alloc.is_empty()
+        !self.tnodes.is_empty()
     }
 
-    /// Unmaps every mapped page set. Kernel: `dma_unmap_flow()` (which
-    /// only unmaps sets it mapped: the kernel's version also unmaps sets
-    /// whose address is left over from an earlier segment).
-    fn unmap(&mut self, dma: &impl DmaMap) {
-        let mut left = self.mapped;
-        for ps in self.pagesets.iter_mut().filter(|p| !p.is_filler()) {
-            if left == 0 {
-                break;
-            }
-            dma.unmap(ps.dma, u32::from(ps.count).wrapping_mul(PAGE_SIZE));
-            ps.dma = 0;
-            left -= 1;
-        }
-        self.mapped = 0;
+    /// True when the record counts as mapped. Kernel: `dma_mapped()`
+    /// (`pagesets[0].mapped`).
+    pub fn is_mapped(&self) -> bool {
+        self.mapped & 1 != 0
     }
 
-    /// Maps every non-filler page set; on failure unmaps what it mapped.
-    /// Kernel: `dma_map_flow()`.
-    fn map(&mut self, dma: &impl DmaMap) -> Result<(), FlowError> {
-        self.mapped = 0;
-        let mut failed = false;
-        for ps in self.pagesets.iter_mut().filter(|p| !p.is_filler()) {
-            match dma.map(ps.addr, u32::from(ps.count).wrapping_mul(PAGE_SIZE)) {
-                Ok(bus) => {
-                    ps.dma = bus;
-                    self.mapped += 1;
-                }
-                Err(_) => {
-                    failed = true;
-                    break;
-                }
-            }
-        }
-        if failed {
-            self.unmap(dma);
-            return Err(FlowError::NoMemory);
-        }
+    /// Page sets mapped now.
+    pub fn mapped_sets(&self) -> u32 {
+        self.mapped.count_ones()
+    }
+}
+
+/// Where programming writes a sim record's TID entries and packets.
+#[derive(Debug)]
+pub struct RecordSink<'a> {
+    entries: &'a mut ArrayVec<TidEntry, MAX_PAGESETS>,
+    npkts: &'a mut u32,
+}
+
+impl ProgramSink for RecordSink<'_> {
+    fn reset(&mut self) {
+        self.entries.clear();
+        *self.npkts = 0;
+    }
+
+    fn push_entry(&mut self, entry: TidEntry) {
+        // Cannot fail: at most one TID entry per page set.
+        let _ = self.entries.try_push(entry);
+    }
+
+    fn add_packets(&mut self, n: u32) {
+        *self.npkts = self.npkts.wrapping_add(n);
+    }
+}
+
+impl SegmentRecord for FlowRecord {
+    type Nodes<'a> = &'a mut ArrayVec<TidNode, MAX_PAGESETS>;
+    type Sets<'a> = &'a [PageSet];
+    type Sink<'a> = RecordSink<'a>;
+
+    fn has_pagesets(&self) -> bool {
+        !self.pagesets.is_empty()
+    }
+
+    fn find_pagesets(&mut self, pages: &[u64], pmtu: u32, length: u32) -> Result<(), AllocError> {
+        find_phys_blocks_into(pages, pmtu, &mut self.pagesets)?;
+        self.length = length;
         Ok(())
     }
 
-    /// True when every non-filler page set is mapped.
-    pub fn is_mapped(&self) -> bool {
-        !self.pagesets.is_empty()
-            && self.mapped == self.pagesets.iter().filter(|p| !p.is_filler()).count()
+    fn forget_pagesets(&mut self) {
+        self.pagesets.clear();
+    }
+
+    fn pageset_count(&self) -> usize {
+        self.pagesets.len()
+    }
+
+    fn pageset(&self, i: usize) -> Option<PageSet> {
+        self.pagesets.get(i).copied()
+    }
+
+    fn is_mapped(&self) -> bool {
+        FlowRecord::is_mapped(self)
+    }
+
+    fn is_set_mapped(&self, i: usize) -> bool {
+        i < 64 && self.mapped & (1 << i) != 0
+    }
+
+    fn set_mapped(&mut self, i: usize, bus: u64) {
+        if let Some(ps) = self.pagesets.get_mut(i) {
+            ps.dma = bus;
+            self.mapped |= 1 << i;
+        }
+    }
+
+    fn set_unmapped(&mut self, i: usize) {
+        if i < 64 {
+            self.mapped &= !(1 << i);
+        }
+    }
+
+    fn nodes_mut(&mut self) -> &mut ArrayVec<TidNode, MAX_PAGESETS> {
+        &mut self.tnodes
+    }
+
+    fn program_parts(
+        &mut self,
+    ) -> (
+        &mut ArrayVec<TidNode, MAX_PAGESETS>,
+        &[PageSet],
+        RecordSink<'_>,
+    ) {
+        (
+            &mut self.tnodes,
+            &self.pagesets,
+            RecordSink {
+                entries: &mut self.tid_entries,
+                npkts: &mut self.npkts,
+            },
+        )
+    }
+
+    fn npkts(&self) -> u32 {
+        self.npkts
+    }
+
+    fn set_flow(&mut self, setup: &FlowSetup) {
+        self.idx = setup.idx;
+        self.psns = SegmentPsns {
+            generation: setup.generation,
+            spsn: setup.spsn,
+            lpsn: setup.lpsn,
+            r_next_psn: setup.r_next_psn,
+            ib_spsn: Psn::new(0),
+            ib_lpsn: Psn::new(0),
+        };
     }
 }
 
@@ -290,27 +366,31 @@ impl<P: FlowPlatform> TidRequest<P> {
         Ok(())
     }
 
-    /// Frees the flow records (a large send queue recycling its WQE).
-    /// Kernel: `__trdma_clean_swqe()` / `hfi1_kern_exp_rcv_free_flows()`.
+    /// Frees the flow records, whatever they hold, as the driver does; and
+    /// starts the ring over for the request's next use (the driver does
+    /// that when it sets the WQE up again). Kernel: `__trdma_clean_swqe()`
+    /// / `hfi1_kern_exp_rcv_free_flows()`.
     ///
-    /// Call it only with the ring empty and nothing mapped (after
-    /// [`exp_rcv_clear_all`]): records still set up would leak their
-    /// RcvArray entries and mappings, so this refuses and returns
-    /// [`FlowError::Busy`].
+    /// # Errors
+    ///
+    /// [`FlowError::Busy`] if the records still held set-up segments or
+    /// mappings (a release the caller missed: their RcvArray entries and
+    /// mappings are lost, as in the driver); the records are freed anyway.
     pub fn clean_swqe(&mut self) -> Result<(), FlowError> {
-        let mapped = self
-            .flows
-            .as_ref()
-            .is_some_and(|r| r.iter().any(|f| f.mapped != 0));
-        if ring_count(self.setup_head, self.clear_tail) != 0 || mapped {
-            return Err(FlowError::Busy);
-        }
+        let busy = ring_count(self.setup_head, self.clear_tail) != 0 || self.holds_mappings();
         self.flows = None;
         self.setup_head = 0;
         self.clear_tail = 0;
         self.flow_idx = 0;
         self.cursor = SgeCursor::default();
-        Ok(())
+        if busy { Err(FlowError::Busy) } else { Ok(()) }
+    }
+
+    /// True if a flow record holds a DMA mapping.
+    pub fn holds_mappings(&self) -> bool {
+        self.flows
+            .as_ref()
+            .is_some_and(|r| r.iter().any(|f| f.mapped != 0))
     }
 
     /// True once the flow records are allocated.
@@ -389,23 +469,60 @@ fn find_pages(
     seg_len - length
 }
 
-/// Sets up the next segment of `req`: page sets, DMA mapping, RcvArray
-/// entries and the flow record's sequence numbers.
-/// Kernel: `hfi1_kern_exp_rcv_setup()`.
-///
-/// 1. [`FlowError::Invalid`] if the ring is full or already holds
-///    `n_flows` segments.
-/// 2. Unless an earlier attempt already did: walk `seg_len` bytes of the
-///    SGE list and find the page sets (4 KiB variant iff `pmtu` is 4096).
-///    Map them unless mapped; on failure [`FlowError::NoMemory`] (the
-///    caller waits for memory, kernel `hfi1_wait_kmem()`, and retries).
-/// 3. Under `exp_lock`: if others wait on the RcvArray queue ahead of this
-///    QP, or the TID groups are short, queue the QP and return
-///    [`FlowError::Again`]. Else program the entries, fill the record
-///    (flow index and generation from the QP, start sequence = the QP's
-///    flow PSN, last = start + packets - 1), advance the QP's flow PSN,
-///    leave the queue and read the new head.
-/// 4. After unlocking: schedule the head's wake-up; advance `setup_head`.
+impl<P: FlowPlatform> FlowRingStore for TidRequest<P> {
+    type Record<'a> = &'a mut FlowRecord;
+
+    fn setup_head(&self) -> u16 {
+        self.setup_head
+    }
+
+    fn set_setup_head(&mut self, v: u16) {
+        self.setup_head = v;
+    }
+
+    fn clear_tail(&self) -> u16 {
+        self.clear_tail
+    }
+
+    fn set_clear_tail(&mut self, v: u16) {
+        self.clear_tail = v;
+    }
+
+    fn n_flows(&self) -> u16 {
+        self.n_flows
+    }
+
+    fn seg_len(&self) -> u32 {
+        self.seg_len
+    }
+
+    fn pmtu(&self) -> u32 {
+        self.pmtu
+    }
+
+    fn record(&mut self, i: u16) -> Option<&mut FlowRecord> {
+        self.flows.as_mut()?.get_mut(usize::from(i))
+    }
+}
+
+/// A scatter list and the cursor of its walk: the software platform's
+/// [`PageWalk`].
+#[derive(Debug)]
+pub struct SgeWalk<'a> {
+    /// The SGEs.
+    pub sges: &'a [Sge],
+    /// Where the walk stands.
+    pub cursor: &'a mut SgeCursor,
+}
+
+impl PageWalk for SgeWalk<'_> {
+    fn find_pages(&mut self, seg_len: u32, pages: &mut ArrayVec<u64, MAX_SEGMENT_PAGES>) -> u32 {
+        find_pages(self.sges, self.cursor, seg_len, pages)
+    }
+}
+
+/// [`crate::setup::exp_rcv_setup_with`] on a sim request, walking `sges`
+/// from the request's cursor. Kernel: `hfi1_kern_exp_rcv_setup()`.
 ///
 /// # Locking
 ///
@@ -414,9 +531,7 @@ fn find_pages(
 ///
 /// # Errors
 ///
-/// As above; [`FlowError::NoFlowRecords`] if [`TidRequest::alloc_flows`]
-/// was not done; [`FlowError::Alloc`] for page lists `tid-alloc` rejects
-/// (unaligned or null pages); [`FlowError::Wait`] for a bad QP slot.
+/// As [`crate::setup::exp_rcv_setup_with`].
 pub fn exp_rcv_setup<P: FlowPlatform>(
     rcd: &RcvCtxt<P>,
     req: &mut TidRequest<P>,
@@ -424,86 +539,23 @@ pub fn exp_rcv_setup<P: FlowPlatform>(
     qp_locked: QpLocked<'_, '_>,
     sges: &[Sge],
 ) -> Result<(), FlowError> {
-    let QpLocked { flags, flow, token } = qp_locked;
-    let head = req.setup_head;
-    if ring_space(head, req.clear_tail) == 0 || ring_count(head, req.clear_tail) >= req.n_flows {
-        return Err(FlowError::Invalid);
-    }
-    let (seg_len, pmtu) = (req.seg_len, req.pmtu);
     let mut cursor = req.cursor;
-    let ring = req.flows.as_mut().ok_or(FlowError::NoFlowRecords)?;
-    let rec = ring.get_mut(usize::from(head)).ok_or(FlowError::Invalid)?;
-
-    if rec.pagesets.is_empty() {
-        rec.start = cursor;
-        let mut pages = ArrayVec::new();
-        let length = find_pages(sges, &mut cursor, seg_len, &mut pages);
-        if pages.is_empty() {
-            return Err(FlowError::Invalid);
-        }
-        find_phys_blocks_into(&pages, pmtu, &mut rec.pagesets)?;
-        rec.length = length;
-        rec.mapped = 0;
-        req.cursor = cursor;
-    }
-    if !rec.is_mapped() {
-        rec.map(&rcd.dma)?;
-    }
-
-    let wake = {
-        let mut guard = rcd.exp_lock.lock(token);
-        let es = &mut *guard;
-        let alloc = if es.waiters.waiters(QueueKind::RcvArray, qp, flags) {
-            Err(FlowError::Again)
-        } else {
-            es.groups.allocate(&rec.pagesets).map_err(FlowError::from)
-        };
-        let alloc = match alloc {
-            Ok(a) => a,
-            Err(e @ FlowError::Again) => {
-                es.waiters
-                    .enqueue(QueueKind::RcvArray, qp, flags, &rcd.dev)?;
-                return Err(e);
-            }
-            Err(e) => return Err(e),
-        };
-        let prog = es
-            .groups
-            .program(&mut es.chip, &alloc, &rec.pagesets, pmtu)?;
-        rec.alloc = alloc;
-        rec.tid_entries = prog.tid_entries;
-        rec.npkts = prog.npkts;
-        rec.idx = flow.index;
-        rec.pkt = 0;
-        rec.tid_idx = 0;
-        rec.tid_offset = 0;
-        rec.sent = 0;
-        rec.resync_npkts = 0;
-        let spsn = flow.psn;
-        rec.psns = SegmentPsns {
-            generation: flow.generation,
-            spsn,
-            lpsn: spsn.wrapping_add(prog.npkts).wrapping_sub(1),
-            r_next_psn: FlowPsn::new(flow.generation, spsn),
-            ib_spsn: Psn::new(0),
-            ib_lpsn: Psn::new(0),
-        };
-        flow.psn = flow.psn.wrapping_add(prog.npkts);
-        es.waiters.dequeue(QueueKind::RcvArray, qp, flags);
-        es.waiters.first(QueueKind::RcvArray)
-    };
-    wake.schedule(token, &rcd.sched);
-    req.setup_head = ring_next(head);
-    Ok(())
+    let r = exp_rcv_setup_with(
+        rcd,
+        req,
+        qp,
+        qp_locked,
+        &mut SgeWalk {
+            sges,
+            cursor: &mut cursor,
+        },
+    );
+    req.cursor = cursor;
+    r
 }
 
-/// Tears down the oldest segment of `req`: releases its RcvArray entries,
-/// unmaps its buffers, forgets its page sets and advances `clear_tail`;
-/// then wakes the RcvArray queue's head (directly if it is this QP).
-/// Kernel: `hfi1_kern_exp_rcv_clear()`.
-///
-/// The record's allocation is forgotten under `exp_lock`, so a second
-/// clear of the same record cannot free the entries twice.
+/// [`crate::setup::exp_rcv_clear_with`] on a sim request. Kernel:
+/// `hfi1_kern_exp_rcv_clear()`.
 ///
 /// # Locking
 ///
@@ -511,51 +563,18 @@ pub fn exp_rcv_setup<P: FlowPlatform>(
 ///
 /// # Errors
 ///
-/// [`FlowError::Invalid`] on an empty ring. [`FlowError::Alloc`] if the
-/// groups refuse the release (a record that does not match them: a bug
-/// the sim's tests would show); the rest of the teardown still happens.
+/// As [`crate::setup::exp_rcv_clear_with`].
 pub fn exp_rcv_clear<P: FlowPlatform>(
     rcd: &RcvCtxt<P>,
     req: &mut TidRequest<P>,
     qp: &P::Ref,
     qp_locked: QpLocked<'_, '_>,
 ) -> Result<(), FlowError> {
-    let QpLocked {
-        flags,
-        flow: _,
-        token,
-    } = qp_locked;
-    let tail = req.clear_tail;
-    if ring_count(req.setup_head, tail) == 0 {
-        return Err(FlowError::Invalid);
-    }
-    let ring = req.flows.as_mut().ok_or(FlowError::NoFlowRecords)?;
-    let rec = ring.get_mut(usize::from(tail)).ok_or(FlowError::Invalid)?;
-    let (wake, released) = {
-        let mut guard = rcd.exp_lock.lock(token);
-        let es = &mut *guard;
-        let alloc = core::mem::take(&mut rec.alloc);
-        let released: Result<(), AllocError> = if alloc.is_empty() {
-            Ok(())
-        } else {
-            es.groups.unprogram(&mut es.chip, &alloc)
-        };
-        (es.waiters.first(QueueKind::RcvArray), released)
-    };
-    rec.unmap(&rcd.dma);
-    rec.pagesets.clear();
-    req.clear_tail = ring_next(tail);
-    wake.deliver(qp, flags, token, &rcd.sched);
-    released.map_err(FlowError::from)
+    exp_rcv_clear_with(rcd, req, qp, qp_locked)
 }
 
-/// Tears down every segment of `req`, then abandons a setup in progress
-/// (a segment whose page sets were found and mapped by an
-/// [`exp_rcv_setup`] that then had to wait): its buffers are unmapped and
-/// the SGE walk rewinds to its start.
-/// Kernel: `hfi1_kern_exp_rcv_clear_all()`; the kernel leaves the pending
-/// segment's mappings in place, which leaks them when the QP is destroyed
-/// while it waits.
+/// [`crate::setup::exp_rcv_clear_all_with`] on a sim request. Kernel:
+/// `hfi1_kern_exp_rcv_clear_all()`.
 ///
 /// # Locking
 ///
@@ -566,26 +585,7 @@ pub fn exp_rcv_clear_all<P: FlowPlatform>(
     qp: &P::Ref,
     qp_locked: QpLocked<'_, '_>,
 ) {
-    let QpLocked { flags, flow, token } = qp_locked;
-    while req.in_flight() != 0 {
-        let again = QpLocked {
-            flags: &mut *flags,
-            flow: &mut *flow,
-            token: &mut *token,
-        };
-        if exp_rcv_clear(rcd, req, qp, again).is_err() {
-            break;
-        }
-    }
-    let head = req.setup_head;
-    if let Some(rec) = req.flow_mut(head) {
-        if !rec.pagesets.is_empty() {
-            rec.unmap(&rcd.dma);
-            rec.pagesets.clear();
-            let start = rec.start;
-            req.cursor = start;
-        }
-    }
+    exp_rcv_clear_all_with(rcd, req, qp, qp_locked);
 }
 
 #[cfg(all(test, not(loom)))]

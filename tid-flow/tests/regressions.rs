@@ -19,45 +19,36 @@ use tid_flow::{
     exp_rcv_clear_all, exp_rcv_setup, setup_hw_flow,
 };
 
-/// The per-segment counters and cursors a new segment must start from,
-/// with the sequence state that follows from its first flow PSN.
-fn counters(f: &FlowRecord) -> [(&'static str, u64); 8] {
+/// The protocol's cursors of a record and its RESYNC count.
+fn cursors(f: &FlowRecord) -> [(&'static str, u32); 5] {
     [
-        ("pkt", u64::from(f.pkt)),
-        ("sent", u64::from(f.sent)),
-        ("tid_idx", u64::from(f.tid_idx)),
-        ("tid_offset", u64::from(f.tid_offset)),
-        ("resync_npkts", u64::from(f.resync_npkts)),
-        (
-            "r_next_psn - spsn",
-            u64::from(
-                f.psns
-                    .r_next_psn
-                    .raw()
-                    .wrapping_sub(f.psns.full_psn(f.psns.spsn).raw()),
-            ),
-        ),
-        ("ib_spsn", u64::from(f.psns.ib_spsn.get())),
-        ("ib_lpsn", u64::from(f.psns.ib_lpsn.get())),
+        ("pkt", f.pkt),
+        ("sent", f.sent),
+        ("tid_idx", f.tid_idx),
+        ("tid_offset", f.tid_offset),
+        ("resync_npkts", f.resync_npkts),
     ]
 }
 
 /// SPEC §7 "a freshly allocated flow record starts with zeroed
-/// resync/packet counters": a ring slot reused for a new segment must not
-/// inherit the previous segment's cursors (`pkt`, `sent`, `tid_idx`,
-/// `tid_offset`), its RESYNC packet count, its next expected flow PSN or
-/// its IB PSN range. Kernel: the flow set-up in
-/// `hfi1_kern_exp_rcv_setup()` (and the zeroing the kernel added for
-/// `resync_npkts`).
+/// resync/packet counters", and segment setup writes the flow state as the
+/// driver does: every record of a fresh allocation has zeroed cursors and
+/// RESYNC count (kernel: the mini init of
+/// `hfi1_kern_exp_rcv_alloc_flows()`, which zeroes `resync_npkts`); a
+/// setup zeroes the whole flow state (the IB PSN range included) and fills
+/// generation, first and last sequence and the next expected flow PSN,
+/// but leaves the protocol's cursors (`pkt`, `sent`, `tid_idx`,
+/// `tid_offset`, `resync_npkts`) to the protocol, which resets them where
+/// the driver's READ and WRITE code does (kernel:
+/// `hfi1_kern_exp_rcv_setup()`'s `memset(&flow->flow_state, 0, ..)`;
+/// `hfi1_build_tid_rdma_read_req()` and `hfi1_tid_rdma_restart_req()`
+/// reset the cursors).
 ///
-/// Depends on the block in `tid-flow/src/segment.rs` `exp_rcv_setup` that
-/// resets the record (`rec.pkt = 0; rec.tid_idx = 0; rec.tid_offset = 0;
-/// rec.sent = 0; rec.resync_npkts = 0;` and `r_next_psn:
-/// FlowPsn::new(flow.generation, spsn)` / `ib_spsn: Psn::new(0)` in the
-/// new `SegmentPsns`). Removing those resets makes this test fail on the
-/// first reused slot (checked: "slot 0, segment 8: pkt is 4 (was 4 before
-/// the setup)"; with only `rec.resync_npkts = 0;` removed: "slot 0,
-/// segment 8: resync_npkts is 3 (was 3 before the setup)").
+/// Depends on `FlowRing::init_in_place` writing `FlowRecord::default()`
+/// and on `FlowRecord::set_flow` (tid-flow/src/segment.rs). Checked: with
+/// the record's cursor resets put back into setup (`rec.pkt = 0;` ... the
+/// block this crate used to have), the test fails at "slot 0, segment 8:
+/// setup changed pkt from 4 to 0".
 #[test]
 fn a_fresh_flow_record_starts_with_zeroed_counters() {
     const SEG_PAGES: u32 = 4;
@@ -76,11 +67,15 @@ fn a_fresh_flow_record_starts_with_zeroed_counters() {
         })
         .collect();
     req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
+    for i in 0..8 {
+        let f = req.flow(i).unwrap();
+        assert!(cursors(f).iter().all(|&(_, v)| v == 0), "fresh record {i}");
+    }
     setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
     let mut reused = 0;
     for seg in 0..SEGMENTS {
         let slot = req.setup_head;
-        let before = counters(req.flow(slot).unwrap());
+        let before = cursors(req.flow(slot).unwrap());
         if seg >= 8 {
             // The precondition: the slot really is dirty.
             assert!(
@@ -92,15 +87,22 @@ fn a_fresh_flow_record_starts_with_zeroed_counters() {
         exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
         let rec = req.flow_mut(slot).unwrap();
         assert_eq!(rec.npkts, SEG_PAGES, "segment {seg}");
-        for ((name, v), (_, old)) in counters(rec).into_iter().zip(before) {
+        for ((name, v), (_, old)) in cursors(rec).into_iter().zip(before) {
             assert_eq!(
-                v, 0,
-                "slot {slot}, segment {seg}: {name} is {v} (was {old} before the setup)"
+                v, old,
+                "slot {slot}, segment {seg}: setup changed {name} from {old} to {v}"
             );
         }
         assert_eq!(
             rec.psns.r_next_psn,
             FlowPsn::new(rec.psns.generation, rec.psns.spsn)
+        );
+        assert_eq!(rec.psns.lpsn, rec.psns.spsn + SEG_PAGES - 1);
+        assert_eq!(
+            (rec.psns.ib_spsn, rec.psns.ib_lpsn),
+            (Psn::new(0), Psn::new(0)),
+            "slot {slot}, segment {seg}: ib_spsn kept {:#x}",
+            rec.psns.ib_spsn.get()
         );
         // The protocol runs the segment to its end, as a READ whose
         // responses all arrived after a RESYNC would leave it.
@@ -304,10 +306,15 @@ impl SlotOf for SimQp {
 /// must still get the resource in queue order as resources come back, and
 /// none may be left asleep in a queue while the resource is free.
 ///
-/// Depends on the tail of `qp_wait::flush_wait` (qp-wait/src/lib.rs): a
-/// flushed QP that was the head of its queue makes the new head's wake-up
-/// (`Some(k) => queues.first(k)` in `match was_head`, then
-/// `wake.schedule(..)`). With that arm changed to `Wakeup::none()` this
+/// The driver's `hfi1_tid_rdma_flush_wait()` wakes nobody, and strands
+/// the waiters here; keeping this step is a documented deviation
+/// (`qp_wait::store::flush`).
+///
+/// Depends on the tail of `qp_wait::store::flush` (qp-wait/src/store.rs):
+/// a flushed QP that was the head of its queue makes the new head's
+/// wake-up (`Some(k) => first(store, k)` in `match was_head`, then
+/// `wake.schedule(..)` in `flush_wait_with`). With that arm changed to
+/// `Wakeup::none()` this
 /// test fails (checked: "Flow queue: QPs [2, 3, 4] left asleep with the
 /// resource free; served []", and with the Flow run skipped "RcvArray
 /// queue: QPs [2, 3, 4] left asleep with the resource free; served []").
@@ -372,7 +379,13 @@ fn a_flush_wakes_every_waiter() {
         let mut s = c.qps[0].s_lock.lock(&mut root);
         let e = c.rcd.exp_lock.lock(s.token());
         assert_eq!(e.waiters.len(kind), 0);
-        assert_eq!(e.waiters.enqueued(kind), e.waiters.dequeued(kind));
+        // Every join left again (the flush counts its dequeue on the flow
+        // queue, as the driver's does).
+        let both = [QueueKind::Flow, QueueKind::RcvArray];
+        assert_eq!(
+            both.iter().map(|&k| e.waiters.enqueued(k)).sum::<u64>(),
+            both.iter().map(|&k| e.waiters.dequeued(k)).sum::<u64>()
+        );
         assert_eq!(e.groups.free_groups(), 1, "{kind:?}: TID group free");
         assert!(e.flows.free_count() >= 1, "{kind:?}: flow free");
         drop(e);
@@ -381,4 +394,129 @@ fn a_flush_wakes_every_waiter() {
         assert!(*c.runs.lock().unwrap() > WAITERS + 1);
         assert_eq!(hfi1_hal::sim::lockdep::violations(), 0);
     }
+}
+
+/// Scattered pages: every other page, so each page is its own page set.
+fn scattered(base: u64, pages: u64) -> Vec<Sge> {
+    (0..pages)
+        .map(|i| Sge {
+            vaddr: base + i * 2 * u64::from(PAGE_SIZE),
+            length: PAGE_SIZE,
+        })
+        .collect()
+}
+
+/// `clear_all` unmaps a setup that had to wait. A segment whose page sets
+/// an `exp_rcv_setup` found and mapped before it had to queue for RcvArray
+/// space keeps that mapping; the driver's `hfi1_kern_exp_rcv_clear_all()`
+/// leaves it in place, and when the request is then given up (its flow
+/// records freed, `__trdma_clean_swqe()`) the mapping is never undone: a
+/// DMA mapping leak. A kept deviation (`tid_flow::setup` module doc): the
+/// page sets stay, so a retry maps them again.
+///
+/// Depends on the `unmap_flow` of the setup-head record at the end of
+/// `exp_rcv_clear_all_with` (tid-flow/src/setup.rs). Checked: without it
+/// this fails where b's records are freed (`clean_swqe` reports `Busy`:
+/// the waiting segment's 8 mappings go with them).
+#[test]
+fn clear_all_unmaps_a_setup_that_waited() {
+    // One TID group: the holder's 8-set segment fills it.
+    let rcd = new_ctxt(1, 0, 1, 2, 0xC1A).unwrap();
+    let (a, b) = (new_qp(7, 0, 0), new_qp(8, 1, 1));
+    let mut root = LockToken::root();
+    let sa = scattered(0x100_0000, 8);
+    let sb = scattered(0x800_0000, 8);
+    let mut ra: TidRequest<SimPlatform> = TidRequest::new(8 * PAGE_SIZE, 1, 4096);
+    let mut rb: TidRequest<SimPlatform> = TidRequest::new(8 * PAGE_SIZE, 1, 4096);
+    for (qp, req, sges) in [(&a, &mut ra, &sa), (&b, &mut rb, &sb)] {
+        let mut g = qp.s_lock.lock(&mut root);
+        req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
+        setup_hw_flow(&rcd, qp, QpLocked::from_guard(&mut g)).unwrap();
+        let r = exp_rcv_setup(&rcd, req, qp, QpLocked::from_guard(&mut g), sges);
+        assert_eq!(r.is_ok(), qp.slot() == 0, "b waits for the group");
+    }
+    assert_eq!(rcd.dma.live_mappings(), 16, "b's waiting segment is mapped");
+    {
+        // b gives up its request while it waits (QP reset).
+        let mut g = b.s_lock.lock(&mut root);
+        flush_wait::<SimPlatform, _>(&b, &mut g, &rcd.exp_lock, &rcd.sched);
+        exp_rcv_clear_all(&rcd, &mut rb, &b, QpLocked::from_guard(&mut g));
+        clear_hw_flow(&rcd, &b, QpLocked::from_guard(&mut g));
+        rb.clean_swqe().unwrap();
+    }
+    assert_eq!(rcd.dma.live_mappings(), 8, "only a's segment is mapped");
+    let mut g = a.s_lock.lock(&mut root);
+    exp_rcv_clear_all(&rcd, &mut ra, &a, QpLocked::from_guard(&mut g));
+    clear_hw_flow(&rcd, &a, QpLocked::from_guard(&mut g));
+    ra.clean_swqe().unwrap();
+    drop(g);
+    while let Some((_, w)) = rcd.sched.pop_work() {
+        drop(w);
+    }
+    assert_eq!((rcd.dma.live_mappings(), rcd.dma.bad_unmaps()), (0, 0));
+}
+
+/// A DMA mapping failure in segment setup makes the QP wait for memory and
+/// be woken later, instead of failing the request. Kernel: the
+/// `hfi1_wait_kmem()` call of `hfi1_kern_exp_rcv_setup()`, and
+/// `mem_timer()` waking the QP (`hfi1_qp_wakeup(qp, RVT_S_WAIT_KMEM)`).
+///
+/// The setup gives `NoMemory` with the QP on the memory-wait list
+/// (`RVT_S_WAIT_KMEM` set, one reference held); one tick of the timer
+/// clears the flag and schedules the send engine, whose retry sets the
+/// segment up (its page sets were kept). A QP destroyed while it waits
+/// leaves the list and its reference. Depends on the `wait_kmem` call in
+/// `exp_rcv_setup_with` (tid-flow/src/setup.rs). Checked: without it the
+/// QP is never on the list, and this fails at "waits for memory".
+#[test]
+fn dma_map_failure_waits_for_memory_and_resumes() {
+    let rcd = new_ctxt(1, 0, 4, 2, 0xEE).unwrap();
+    let qp = new_qp(7, 0, 0);
+    let mut root = LockToken::root();
+    let sges = scattered(0x100_0000, 4);
+    let mut req: TidRequest<SimPlatform> = TidRequest::new(4 * PAGE_SIZE, 1, 4096);
+    {
+        let mut g = qp.s_lock.lock(&mut root);
+        req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
+        setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
+        rcd.dma.fail_in(0);
+        let r = exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
+        assert_eq!(r, Err(FlowError::NoMemory));
+        assert!(g.flags.waiting_kmem(), "waits for memory");
+        // A second failure does not queue it twice.
+        rcd.dma.fail_in(0);
+        let r = exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
+        assert_eq!(r, Err(FlowError::NoMemory));
+    }
+    assert_eq!((rcd.sched.kmem_waiters(), qp.live_refs()), (1, 2));
+    assert_eq!(rcd.sched.pending_sends(), 0, "nothing runs before the tick");
+    // The timer ticks: the QP is woken.
+    let w = rcd.sched.kmem_tick().unwrap();
+    {
+        let mut g = w.s_lock.lock(&mut root);
+        qp_wait::kmem_wakeup(&w, &mut g.flags, &rcd.sched);
+        assert!(!g.flags.waiting_kmem());
+    }
+    drop(w);
+    let s = rcd.sched.pop_send().unwrap();
+    assert!(hfi1_hal::services::QpRef::same(&s, &qp));
+    drop(s);
+    {
+        let mut g = qp.s_lock.lock(&mut root);
+        exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+        assert_eq!(req.flow(0).unwrap().npkts, 4);
+        exp_rcv_clear_all(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
+        // Destroyed while waiting: off the list, reference dropped.
+        rcd.dma.fail_in(0);
+        req.cursor = tid_flow::SgeCursor::default();
+        let r = exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
+        assert_eq!(r, Err(FlowError::NoMemory));
+        drop(rcd.sched.cancel_kmem(&qp));
+        g.flags.0 &= !hfi1_hal::consts::S_WAIT_KMEM;
+        exp_rcv_clear_all(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
+        clear_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g));
+        req.clean_swqe().unwrap();
+    }
+    assert_eq!((rcd.sched.kmem_waiters(), qp.live_refs()), (0, 1));
+    assert_eq!(rcd.dma.live_mappings(), 0);
 }

@@ -116,7 +116,6 @@ fn ring_limits_and_find_flow_ib() {
     // Cleared segments are not searched.
     exp_rcv_clear(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
     assert_eq!(req.find_flow_ib(Psn::new(0x7FFF_FFF0)).map(|f| f.0), None);
-    assert_eq!(req.clean_swqe(), Err(FlowError::Busy));
     exp_rcv_clear_all(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
     assert_eq!(req.in_flight(), 0);
     req.clean_swqe().unwrap();
@@ -126,4 +125,34 @@ fn ring_limits_and_find_flow_ib() {
     let e = rcd.exp_lock.lock(s.token());
     assert_eq!(e.groups.entries_in_use(), 0);
     assert_eq!(e.chip.expected_entries(), 0);
+}
+
+/// `clean_swqe` frees the flow records whatever they hold, as the driver's
+/// `__trdma_clean_swqe()` / `hfi1_kern_exp_rcv_free_flows()` do
+/// (`kfree(req->flows)`), and reports a set-up segment it freed as
+/// [`FlowError::Busy`]: a release its caller missed. The segment's RcvArray
+/// entries then stay taken, as in the driver. (The crate used to refuse
+/// and keep the records; the driver frees.)
+#[test]
+fn clean_swqe_frees_like_the_driver_and_reports_a_missed_release() {
+    let rcd = new_ctxt(2, 0, 8, 2, 2).unwrap();
+    let qp = new_qp(5, 0, 0);
+    let mut root = LockToken::root();
+    let mut g = qp.s_lock.lock(&mut root);
+    let mut req: TidRequest<SimPlatform> = TidRequest::new(4 * PAGE, 3, 4096);
+    let sges = [Sge {
+        vaddr: 0x100_0000,
+        length: 8 * PAGE,
+    }];
+    req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
+    setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
+    exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+    assert_eq!(req.clean_swqe(), Err(FlowError::Busy));
+    assert!(!req.has_flows());
+    assert_eq!(rcd.mem.live_allocations(), 0);
+    // An empty request is freed without complaint.
+    req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
+    assert_eq!(req.clean_swqe(), Ok(()));
+    let e = rcd.exp_lock.lock(g.token());
+    assert_eq!(e.groups.entries_in_use(), 2, "lost with the records");
 }

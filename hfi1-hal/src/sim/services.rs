@@ -15,6 +15,10 @@
 //!   items and send-engine requests and runs them, in FIFO order, on the
 //!   thread it chooses. A trigger work item is "pending" from
 //!   `queue_trigger` until it is popped.
+//! - The memory-wait list (`hfi1_wait_kmem()`) is a FIFO of QP
+//!   references; its timer ticks only when the test calls
+//!   [`SimScheduler::kmem_tick`], which hands out one waiter per tick as
+//!   the kernel's `mem_timer` does.
 //! - Memory is the host allocator; an injected failure is reported before
 //!   anything is allocated.
 
@@ -25,9 +29,11 @@ use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
+use crate::consts::S_WAIT_KMEM;
 use crate::lock_order::RawSpinLock;
 use crate::services::{
-    AllocContext, DmaError, DmaMap, InitInPlace, Memory, NoMemory, QpRef, RandomSource, Scheduler,
+    AllocContext, DmaError, DmaMap, InitInPlace, Memory, MemoryWait, NoMemory, QpRef, RandomSource,
+    Scheduler,
 };
 use crate::sync::SpinLock;
 use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -123,10 +129,12 @@ impl<T> Drop for SimRef<T> {
 struct SchedState<R> {
     work: VecDeque<(u32, R)>,
     sends: VecDeque<R>,
+    kmem: VecDeque<R>,
 }
 
 /// The sim scheduler: a FIFO of trigger work items (each holding its QP
-/// reference) and a FIFO of send-engine requests.
+/// reference), a FIFO of send-engine requests and the device's
+/// memory-wait list (each waiter holding its QP reference).
 pub struct SimScheduler<R> {
     state: Inner<SchedState<R>>,
     queued: AtomicU64,
@@ -157,6 +165,7 @@ impl<R> SimScheduler<R> {
             state: Inner::new(SchedState {
                 work: VecDeque::new(),
                 sends: VecDeque::new(),
+                kmem: VecDeque::new(),
             }),
             queued: AtomicU64::new(0),
             coalesced: AtomicU64::new(0),
@@ -173,6 +182,20 @@ impl<R> SimScheduler<R> {
     /// Takes the oldest send-engine request (a reference to the QP).
     pub fn pop_send(&self) -> Option<R> {
         self.state.with(|s| s.sends.pop_front())
+    }
+
+    /// One tick of the memory-wait timer: takes the oldest QP off the
+    /// memory-wait list, with the reference the list held. The caller
+    /// wakes it (clears `RVT_S_WAIT_KMEM` under its `s_lock` and schedules
+    /// its send engine). Kernel: `mem_timer()` (one QP per tick, the timer
+    /// re-armed while the list is not empty).
+    pub fn kmem_tick(&self) -> Option<R> {
+        self.state.with(|s| s.kmem.pop_front())
+    }
+
+    /// QPs on the memory-wait list now.
+    pub fn kmem_waiters(&self) -> usize {
+        self.state.with(|s| s.kmem.len())
     }
 
     /// Trigger work items pending now.
@@ -222,6 +245,35 @@ impl<R: QpRef + Send> Scheduler<R> for SimScheduler<R> {
             Err(_) => self.coalesced.fetch_add(1, Ordering::Relaxed),
         };
         r
+    }
+}
+
+impl<R: QpRef + Send> SimScheduler<R> {
+    /// Takes `qp` off the memory-wait list if it is there (QP reset or
+    /// destroy), giving back the list's reference; true if it was there.
+    /// Kernel: the `list_del_init(&priv->s_iowait.list)` of
+    /// `flush_qp_waiters()`, with its `rvt_put_qp()`.
+    pub fn cancel_kmem(&self, qp: &R) -> Option<R> {
+        self.state.with(|s| {
+            let at = s.kmem.iter().position(|w| QpRef::same(w, qp))?;
+            s.kmem.remove(at)
+        })
+    }
+}
+
+impl<R: QpRef + Send> MemoryWait<R> for SimScheduler<R> {
+    fn wait_kmem(&self, qp: &R, s_flags: &mut u32) {
+        let joined = self.state.with(|s| {
+            if s.kmem.iter().any(|w| QpRef::same(w, qp)) {
+                false
+            } else {
+                s.kmem.push_back(QpRef::get(qp));
+                true
+            }
+        });
+        if joined {
+            *s_flags |= S_WAIT_KMEM;
+        }
     }
 }
 

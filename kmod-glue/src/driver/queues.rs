@@ -181,14 +181,18 @@ impl<Q: DrvWaiter> WaitStore<Q::Ref> for DrvQueues<Q> {
             return None;
         }
         let kind = self.kind_of(link)?;
-        let q = self.queue(kind);
-        // SAFETY: `link` is on the locked queue `q`, which holds a
+        // SAFETY: `link` is on one of the locked queues, which holds a
         // reference to the QP; unlinking hands that reference to us.
         unsafe {
             list::del_init(link);
-            (*q).dequeue = (*q).dequeue.wrapping_add(1);
             Some((kind, Q::adopt_waiter(link)))
         }
+    }
+
+    fn count_dequeue(&mut self, kind: QueueKind) {
+        let q = self.queue(kind);
+        // SAFETY: the queue is live and locked (type invariant).
+        unsafe { (*q).dequeue = (*q).dequeue.wrapping_add(1) };
     }
 }
 

@@ -90,7 +90,6 @@ pub struct World {
     runnable: Mutex<VecDeque<u32>>,
     marked: Vec<AtomicBool>,
     completions: Mutex<VecDeque<u32>>,
-    mem_waiters: Mutex<VecDeque<u32>>,
     pub served: Mutex<Served>,
     pub outsider: SimQp,
     pub progress: AtomicU64,
@@ -179,7 +178,6 @@ impl World {
             runnable: Mutex::new((0..shape.qps).collect()),
             marked: (0..shape.qps).map(|_| AtomicBool::new(true)).collect(),
             completions: Mutex::new(VecDeque::new()),
-            mem_waiters: Mutex::new(VecDeque::new()),
             served: Mutex::new(Served::default()),
             outsider,
             progress: AtomicU64::new(0),
@@ -298,7 +296,8 @@ impl World {
                 }
                 Err(FlowError::Again) => return self.waiting(slot, job),
                 Err(FlowError::NoMemory) => {
-                    self.mem_waiters.lock().unwrap().push_back(slot);
+                    // The setup put the QP on the memory-wait list.
+                    assert!(g.flags.waiting_kmem(), "QP {slot} not waiting for memory");
                     return Step::MemWait;
                 }
                 Err(e) => panic!("exp_rcv_setup: {e:?}"),
@@ -361,6 +360,9 @@ impl World {
             return;
         }
         flush_wait::<SimPlatform, _>(qp, g, &self.rcd.exp_lock, &self.rcd.sched);
+        // Off the memory-wait list too (kernel: `flush_qp_waiters()`).
+        drop(self.rcd.sched.cancel_kmem(qp));
+        g.flags.0 &= !hfi1_hal::consts::S_WAIT_KMEM;
         exp_rcv_clear_all(&self.rcd, &mut job.req, qp, QpLocked::from_guard(g));
         clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(g));
         job.req.clean_swqe().unwrap();
@@ -416,11 +418,12 @@ impl World {
             self.complete(slot, root);
             return true;
         }
-        // Memory waiters retry (the kernel's kmem-wait timer).
-        let m: Vec<u32> = self.mem_waiters.lock().unwrap().drain(..).collect();
-        for slot in &m {
+        // One tick of the memory-wait timer: its oldest waiter is woken
+        // (kernel: `mem_timer()` -> `hfi1_qp_wakeup(qp, RVT_S_WAIT_KMEM)`).
+        if let Some(r) = self.rcd.sched.kmem_tick() {
             any = true;
-            self.mark(*slot);
+            let mut g = r.s_lock.lock(root);
+            qp_wait::kmem_wakeup(&r, &mut g.flags, &self.rcd.sched);
         }
         any
     }
@@ -478,14 +481,18 @@ impl World {
         }
         let mut s = self.outsider.s_lock.lock(&mut root);
         let e = self.rcd.exp_lock.lock(s.token());
-        for k in [QueueKind::Flow, QueueKind::RcvArray] {
+        let both = [QueueKind::Flow, QueueKind::RcvArray];
+        for k in both {
             assert_eq!(e.waiters.len(k), 0, "{k:?} queue not empty");
-            assert_eq!(
-                e.waiters.enqueued(k),
-                e.waiters.dequeued(k),
-                "{k:?} counters"
-            );
         }
+        // Every join left again; a flush counts its dequeue on the flow
+        // queue, as the driver's does, so only the sums match.
+        assert_eq!(
+            both.iter().map(|&k| e.waiters.enqueued(k)).sum::<u64>(),
+            both.iter().map(|&k| e.waiters.dequeued(k)).sum::<u64>(),
+            "queue counters"
+        );
+        assert_eq!(self.rcd.sched.kmem_waiters(), 0, "memory waiters left");
         assert_eq!(
             e.groups.free_groups(),
             self.shape.groups,
