@@ -92,6 +92,16 @@ pub const PT_EXPECTED: u32 = 0;
 /// Kernel: `PT_INVALID` (`hfi.h`), the RcvArray type of a released entry.
 pub const PT_INVALID: u32 = 3;
 
+/// Kernel: `RCV_TID_FLOW_TABLE` (`chip_registers.h`), the offset of flow
+/// 0's register in a context's user CSR space (`write_uctxt_csr()`); flow
+/// `f`'s is 8 f further.
+pub const RCV_TID_FLOW_TABLE: u32 = 0x130_0800;
+/// Kernel: `DMA_FROM_DEVICE` (`enum dma_data_direction`).
+pub const DMA_FROM_DEVICE: i32 = 2;
+/// Kernel: `RVT_SEGSZ` (`rdmavt_mr.h`), segments per `struct
+/// rvt_segarray` of a memory region's map.
+pub const RVT_SEGSZ: u16 = 256;
+
 /// The values, with the driver's names.
 pub const VALUES: &[Value] = &[
     header("HFI1_S_WAIT_TID_SPACE", S_WAIT_TID_SPACE as u64),
@@ -103,6 +113,9 @@ pub const VALUES: &[Value] = &[
     header("HFI1_KDETH_BTH_SEQ_MASK", KDETH_SEQ_MASK as u64),
     header("PT_EXPECTED", PT_EXPECTED as u64),
     header("PT_INVALID", PT_INVALID as u64),
+    header("RCV_TID_FLOW_TABLE", RCV_TID_FLOW_TABLE as u64),
+    header("DMA_FROM_DEVICE", DMA_FROM_DEVICE as u64),
+    header("RVT_SEGSZ", RVT_SEGSZ as u64),
     tid_rdma_c("GENERATION_MASK", GENERATION_MASK as u64),
     tid_rdma_c("KERN_GENERATION_RESERVED", GENERATION_RESERVED as u64),
     tid_rdma_c("MAX_TID_FLOW_PSN", MAX_TID_FLOW_PSN as u64),
@@ -176,6 +189,7 @@ macro_rules! mirror {
     ) => {
         $(#[$meta])*
         #[repr(C)]
+        #[derive(Debug, Clone, Copy)]
         pub struct $name {
             $( $(#[$fmeta])* pub $field: $ty, )*
         }
@@ -424,6 +438,97 @@ mirror! {
     TID_RDMA_FLOW_FIELDS
 }
 
+mirror! {
+    /// One scatter-gather element in use. Kernel: `struct rvt_sge`
+    /// (`rdmavt_mr.h`).
+    CRvtSge = "rvt_sge", 32 {
+        /// The memory region (`struct rvt_mregion *`).
+        mr: *mut core::ffi::c_void = 0, 8;
+        /// Kernel virtual address of the next byte.
+        vaddr: *mut core::ffi::c_void = 8, 8;
+        /// Bytes left in the SGE.
+        sge_length: u32 = 16, 4;
+        /// Bytes left in the current segment of the region's map.
+        length: u32 = 20, 4;
+        /// Current map index (`mr->map[m]`).
+        m: u16 = 24, 2;
+        /// Current segment in it (`mr->map[m]->segs[n]`).
+        n: u16 = 26, 2;
+    }
+    RVT_SGE_FIELDS
+}
+
+mirror! {
+    /// A request's scatter list and where its walk stands. Kernel:
+    /// `struct rvt_sge_state`.
+    CRvtSgeState = "rvt_sge_state", 48 {
+        /// The SGEs after the first (`sg_list[isge - 1]` is SGE `isge`).
+        sg_list: *mut CRvtSge = 0, 8;
+        /// The SGE being walked.
+        sge: CRvtSge = 8, 32;
+        /// Bytes in the list.
+        total_len: u32 = 40, 4;
+        /// SGEs in the list.
+        num_sge: u8 = 44, 1;
+    }
+    RVT_SGE_STATE_FIELDS
+}
+
+mirror! {
+    /// One TID RDMA request. Kernel: `struct tid_rdma_request`.
+    CTidRdmaRequest = "tid_rdma_request", 152 {
+        /// Its QP (`struct rvt_qp *`).
+        qp: *mut core::ffi::c_void = 0, 8;
+        /// Its receive context (`struct hfi1_ctxtdata *`).
+        rcd: *mut core::ffi::c_void = 8, 8;
+        /// Its send WQE or ack entry.
+        e: *mut core::ffi::c_void = 16, 8;
+        /// The `MAX_FLOWS` flow records, or null.
+        flows: *mut CTidRdmaFlow = 24, 8;
+        /// The request's own scatter list (TID RDMA WRITE).
+        ss: CRvtSgeState = 32, 48;
+        /// Segments allowed in flight.
+        n_flows: u16 = 80, 2;
+        /// Next record to set up.
+        setup_head: u16 = 82, 2;
+        /// Next record to clear.
+        clear_tail: u16 = 84, 2;
+        /// The record the protocol is building or sending.
+        flow_idx: u16 = 86, 2;
+        /// Oldest unacknowledged record (TID RDMA WRITE).
+        acked_tail: u16 = 88, 2;
+        /// Bytes per segment.
+        seg_len: u32 = 92, 4;
+        /// Bytes of the request.
+        total_len: u32 = 96, 4;
+        /// Next expected ACK PSN.
+        r_ack_psn: u32 = 100, 4;
+        /// IB PSN of the next segment's start.
+        r_flow_psn: u32 = 104, 4;
+        /// IB PSN of the last acknowledged packet.
+        r_last_acked: u32 = 108, 4;
+        /// IB PSN of the next segment's start (READ).
+        s_next_psn: u32 = 112, 4;
+        /// Segments of the request.
+        total_segs: u32 = 116, 4;
+        /// Current segment.
+        cur_seg: u32 = 120, 4;
+        /// Last completed segment.
+        comp_seg: u32 = 124, 4;
+        /// Last acknowledged segment.
+        ack_seg: u32 = 128, 4;
+        /// Next segment to allocate.
+        alloc_seg: u32 = 132, 4;
+        /// The SGE the walk is at.
+        isge: u32 = 136, 4;
+        /// ACKs pending.
+        ack_pending: u32 = 140, 4;
+        /// `enum tid_rdma_req_state`.
+        state: u32 = 144, 4;
+    }
+    TID_RDMA_REQUEST_FIELDS
+}
+
 /// A field of a configuration-dependent structure: size only.
 const fn outer(c_struct: &'static str, c_field: &'static str, size: usize) -> Field {
     Field {
@@ -453,11 +558,9 @@ const OUTER_FIELDS: &[Field] = &[
     outer("hfi1_ctxtdata", "tid_full_list", size_of::<CExpTidSet>()),
     outer("hfi1_ctxtdata", "flow_queue", size_of::<CTidQueue>()),
     outer("hfi1_ctxtdata", "rarr_queue", size_of::<CTidQueue>()),
-    outer("tid_rdma_request", "n_flows", 2),
-    outer("tid_rdma_request", "setup_head", 2),
-    outer("tid_rdma_request", "clear_tail", 2),
-    outer("tid_rdma_request", "flow_idx", 2),
-    outer("tid_rdma_request", "seg_len", 4),
+    outer("hfi1_ctxtdata", "groups", 8),
+    outer("hfi1_ctxtdata", "jkey", 2),
+    outer("hfi1_ibdev", "n_tidwait", 8),
 ];
 
 /// Every field in the table: the mirrors' and the outer structures'.
@@ -470,6 +573,9 @@ pub const FIELDS: &[&[Field]] = &[
     TID_QUEUE_FIELDS,
     KERN_TID_NODE_FIELDS,
     TID_RDMA_FLOW_FIELDS,
+    RVT_SGE_FIELDS,
+    RVT_SGE_STATE_FIELDS,
+    TID_RDMA_REQUEST_FIELDS,
     OUTER_FIELDS,
 ];
 
@@ -510,6 +616,18 @@ pub const SIZES: &[Size] = &[
     Size {
         c_struct: "tid_rdma_flow",
         size: size_of::<CTidRdmaFlow>(),
+    },
+    Size {
+        c_struct: "rvt_sge",
+        size: size_of::<CRvtSge>(),
+    },
+    Size {
+        c_struct: "rvt_sge_state",
+        size: size_of::<CRvtSgeState>(),
+    },
+    Size {
+        c_struct: "tid_rdma_request",
+        size: size_of::<CTidRdmaRequest>(),
     },
 ];
 

@@ -84,6 +84,94 @@ struct hfi1_tid_platform_ops {
 	u32 (*random_u32)(void);
 };
 
+/*
+ * The rebuilt hfi1.ko's routed stateful functions (src/driver/): the
+ * driver's structures they reach, declared only (hfi1.ko's headers define
+ * them; hfi1_hal::layout checks their layout at build time).
+ */
+struct tid_flow_state;
+struct tid_group;
+struct exp_tid_set;
+struct tid_queue;
+struct tid_rdma_request;
+struct rvt_sge_state;
+
+/*
+ * The driver's services and accessors for the routed functions, with the
+ * driver's own signatures (void * for its structures). hfi1_tid_route.c
+ * fills one with the driver's functions; the in-kernel differential test
+ * its recording copies, which the originals it runs call too. Every member
+ * must be set.
+ */
+struct hfi1_tid_drv_qp;
+struct hfi1_tid_drv_ops {
+	size_t (*lock)(void *lock);
+	void (*unlock)(void *lock, size_t flags);
+	void (*assert_held)(void *lock);
+	void (*qp_get)(void *qp);
+	void (*qp_put)(void *qp);
+	void *(*qp_of_wait)(struct list_head *tid_wait);
+	void (*qp_view)(void *qp, struct hfi1_tid_drv_qp *view);
+	bool (*queue_work_on)(int cpu, void *wq, void *work);
+	void (*schedule_send)(void *qp);
+	void (*do_send)(void *qp, bool in_thread);
+	void (*wait_kmem)(void *qp, u32 *s_flags);
+	void (*put_tid)(void *dd, u32 index, u32 ty, u64 pa, u16 order);
+	void (*wc_fill)(void *dd, u32 index);
+	void (*write_csr)(void *dd, int ctxt, u32 offset, u64 value);
+	u64 (*read_csr)(void *dd, int ctxt, u32 offset);
+	u64 (*dma_map)(void *dev, void *page, size_t offset, size_t size, int dir);
+	int (*dma_error)(void *dev, u64 addr);
+	void (*dma_unmap)(void *dev, u64 addr, size_t size, int dir);
+	void *(*page_of)(u64 vaddr);
+	u64 (*address_of)(void *page);
+	u32 (*mr_lkey)(void *mr);
+	void (*mr_seg)(void *mr, u32 m, u32 n, u64 *vaddr, u64 *length);
+	void *(*kmalloc)(size_t size, u32 gfp, int node);
+	void *(*kcalloc)(size_t n, size_t size, u32 gfp, int node);
+	void (*kfree)(void *p);
+	u32 (*random_u32)(void);
+	void (*set_ctxt_jkey)(void *dd, void *rcd, u16 jkey);
+};
+
+/* A QP: pointers into its struct rvt_qp and struct hfi1_qp_priv. */
+struct hfi1_tid_drv_qp {
+	void *qp;
+	void *s_lock;
+	u32 *s_flags;
+	struct tid_flow_state *flow_state;
+	struct list_head *tid_wait;
+	u32 *tid_enqueue;
+	void **pages;
+	void *wq;
+	void *trigger_work;
+	u32 pmtu;
+	u32 cpu;
+};
+
+/* A receive context: pointers into its struct hfi1_ctxtdata. */
+struct hfi1_tid_drv_rcd {
+	void *rcd;
+	void *dd;
+	void *dev;
+	void *exp_lock;
+	u64 *flow_mask;
+	struct tid_flow_state *flows;
+	struct tid_group **groups;
+	struct exp_tid_set *tid_group_list;
+	struct exp_tid_set *tid_used_list;
+	struct exp_tid_set *tid_full_list;
+	struct tid_queue *flow_queue;
+	struct tid_queue *rarr_queue;
+	u16 *jkey;
+	u64 *n_tidwait;
+	u32 ctxt;
+	u32 expected_base;
+	u32 expected_count;
+	u32 group_size;
+	int numa_id;
+};
+
 /* Bytes a spinlock_t the engine owns may take. */
 #define HFI1_TID_SPINLOCK_BYTES 128
 /* Bytes a struct lock_class_key may take (the engine's per-level keys). */
@@ -197,6 +285,47 @@ int hfi1_tid_read_test(struct hfi1_tid_read_result *out);
 u32 hfi1_tid_abi_version(void);
 u32 hfi1_tid_generation_next(u32 generation);
 int hfi1_tid_flows_disable(const struct hfi1_tid_chip_ops *ops, void *chip);
+
+/*
+ * Stateful functions the rebuilt hfi1.ko routes to (src/driver/entry.rs), on
+ * the driver's own structures. setup/clear_hw_flow, exp_rcv_setup/clear/
+ * clear_all and flush_wait are called with the QP's s_lock held (asserted)
+ * and take the context's exp_lock; trigger_resume takes the s_lock itself
+ * and consumes the work item's QP reference; the rest need no lock.
+ */
+int hfi1_tid_drv_exp_rcv_init(const struct hfi1_tid_drv_ops *ops,
+			      const struct hfi1_tid_drv_rcd *rcd, int reinit,
+			      u32 gfp);
+void hfi1_tid_drv_init_ctxt_generations(const struct hfi1_tid_drv_ops *ops,
+					const struct hfi1_tid_drv_rcd *rcd);
+int hfi1_tid_drv_setup_hw_flow(const struct hfi1_tid_drv_ops *ops,
+			       const struct hfi1_tid_drv_rcd *rcd,
+			       const struct hfi1_tid_drv_qp *qp);
+void hfi1_tid_drv_clear_hw_flow(const struct hfi1_tid_drv_ops *ops,
+				const struct hfi1_tid_drv_rcd *rcd,
+				const struct hfi1_tid_drv_qp *qp);
+int hfi1_tid_drv_exp_rcv_setup(const struct hfi1_tid_drv_ops *ops,
+			       const struct hfi1_tid_drv_rcd *rcd,
+			       const struct hfi1_tid_drv_qp *qp,
+			       struct tid_rdma_request *req,
+			       struct rvt_sge_state *ss, bool *last);
+int hfi1_tid_drv_exp_rcv_clear(const struct hfi1_tid_drv_ops *ops,
+			       const struct hfi1_tid_drv_rcd *rcd,
+			       const struct hfi1_tid_drv_qp *qp,
+			       struct tid_rdma_request *req);
+void hfi1_tid_drv_exp_rcv_clear_all(const struct hfi1_tid_drv_ops *ops,
+				    const struct hfi1_tid_drv_rcd *rcd,
+				    const struct hfi1_tid_drv_qp *qp,
+				    struct tid_rdma_request *req);
+int hfi1_tid_drv_alloc_flows(const struct hfi1_tid_drv_ops *ops,
+			     struct tid_rdma_request *req, u32 gfp, int node);
+void hfi1_tid_drv_free_flows(const struct hfi1_tid_drv_ops *ops,
+			     struct tid_rdma_request *req);
+void hfi1_tid_drv_flush_wait(const struct hfi1_tid_drv_ops *ops,
+			     const struct hfi1_tid_drv_rcd *rcd,
+			     const struct hfi1_tid_drv_qp *qp);
+void hfi1_tid_drv_trigger_resume(const struct hfi1_tid_drv_ops *ops,
+				 const struct hfi1_tid_drv_qp *qp);
 
 /* Stateless functions the rebuilt hfi1.ko routes to (route.rs). */
 int hfi1_tid_find_phys_blocks_4k(const u64 *pages, u32 npages,

@@ -16,6 +16,7 @@
 /* Values the driver's headers define (hfi1_tid_layout.c). */
 #define HFI1_TID_LAYOUT_CHECK_HEADER_VALUES() do {	\
 	BUILD_BUG_ON((u64)(HFI1_S_WAIT_TID_SPACE) != 0x10000000ull);	\
+	BUILD_BUG_ON((u64)(RVT_S_WAIT_KMEM) != 0x2000ull);	\
 	BUILD_BUG_ON((u64)(RXE_NUM_TID_FLOWS) != 0x20ull);	\
 	BUILD_BUG_ON((u64)(TID_RDMA_MAX_SEGMENT_SIZE) != 0x40000ull);	\
 	BUILD_BUG_ON((u64)(TID_RDMA_MAX_PAGES) != 0x40ull);	\
@@ -23,6 +24,9 @@
 	BUILD_BUG_ON((u64)(HFI1_KDETH_BTH_SEQ_MASK) != 0x7ffull);	\
 	BUILD_BUG_ON((u64)(PT_EXPECTED) != 0x0ull);	\
 	BUILD_BUG_ON((u64)(PT_INVALID) != 0x3ull);	\
+	BUILD_BUG_ON((u64)(RCV_TID_FLOW_TABLE) != 0x1300800ull);	\
+	BUILD_BUG_ON((u64)(DMA_FROM_DEVICE) != 0x2ull);	\
+	BUILD_BUG_ON((u64)(RVT_SEGSZ) != 0x100ull);	\
 } while (0)
 
 /* Values tid_rdma.c defines itself (expanded inside tid_rdma.c). */
@@ -51,6 +55,9 @@
 	BUILD_BUG_ON(sizeof(struct tid_queue) != 24);	\
 	BUILD_BUG_ON(sizeof(struct kern_tid_node) != 16);	\
 	BUILD_BUG_ON(sizeof(struct tid_rdma_flow) != 1856);	\
+	BUILD_BUG_ON(sizeof(struct rvt_sge) != 32);	\
+	BUILD_BUG_ON(sizeof(struct rvt_sge_state) != 48);	\
+	BUILD_BUG_ON(sizeof(struct tid_rdma_request) != 152);	\
 	BUILD_BUG_ON(sizeof(struct tid_rdma_pageset) != 8);	\
 	BUILD_BUG_ON(offsetof(struct list_head, next) != 0);	\
 	BUILD_BUG_ON(sizeof_field(struct list_head, next) != 8);	\
@@ -140,6 +147,74 @@
 	BUILD_BUG_ON(sizeof_field(struct tid_rdma_flow, pagesets) != 512);	\
 	BUILD_BUG_ON(offsetof(struct tid_rdma_flow, tid_entry) != 1600);	\
 	BUILD_BUG_ON(sizeof_field(struct tid_rdma_flow, tid_entry) != 256);	\
+	BUILD_BUG_ON(offsetof(struct rvt_sge, mr) != 0);	\
+	BUILD_BUG_ON(sizeof_field(struct rvt_sge, mr) != 8);	\
+	BUILD_BUG_ON(offsetof(struct rvt_sge, vaddr) != 8);	\
+	BUILD_BUG_ON(sizeof_field(struct rvt_sge, vaddr) != 8);	\
+	BUILD_BUG_ON(offsetof(struct rvt_sge, sge_length) != 16);	\
+	BUILD_BUG_ON(sizeof_field(struct rvt_sge, sge_length) != 4);	\
+	BUILD_BUG_ON(offsetof(struct rvt_sge, length) != 20);	\
+	BUILD_BUG_ON(sizeof_field(struct rvt_sge, length) != 4);	\
+	BUILD_BUG_ON(offsetof(struct rvt_sge, m) != 24);	\
+	BUILD_BUG_ON(sizeof_field(struct rvt_sge, m) != 2);	\
+	BUILD_BUG_ON(offsetof(struct rvt_sge, n) != 26);	\
+	BUILD_BUG_ON(sizeof_field(struct rvt_sge, n) != 2);	\
+	BUILD_BUG_ON(offsetof(struct rvt_sge_state, sg_list) != 0);	\
+	BUILD_BUG_ON(sizeof_field(struct rvt_sge_state, sg_list) != 8);	\
+	BUILD_BUG_ON(offsetof(struct rvt_sge_state, sge) != 8);	\
+	BUILD_BUG_ON(sizeof_field(struct rvt_sge_state, sge) != 32);	\
+	BUILD_BUG_ON(offsetof(struct rvt_sge_state, total_len) != 40);	\
+	BUILD_BUG_ON(sizeof_field(struct rvt_sge_state, total_len) != 4);	\
+	BUILD_BUG_ON(offsetof(struct rvt_sge_state, num_sge) != 44);	\
+	BUILD_BUG_ON(sizeof_field(struct rvt_sge_state, num_sge) != 1);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, qp) != 0);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, qp) != 8);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, rcd) != 8);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, rcd) != 8);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, e) != 16);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, e) != 8);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, flows) != 24);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, flows) != 8);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, ss) != 32);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, ss) != 48);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, n_flows) != 80);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, n_flows) != 2);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, setup_head) != 82);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, setup_head) != 2);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, clear_tail) != 84);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, clear_tail) != 2);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, flow_idx) != 86);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, flow_idx) != 2);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, acked_tail) != 88);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, acked_tail) != 2);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, seg_len) != 92);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, seg_len) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, total_len) != 96);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, total_len) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, r_ack_psn) != 100);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, r_ack_psn) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, r_flow_psn) != 104);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, r_flow_psn) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, r_last_acked) != 108);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, r_last_acked) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, s_next_psn) != 112);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, s_next_psn) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, total_segs) != 116);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, total_segs) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, cur_seg) != 120);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, cur_seg) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, comp_seg) != 124);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, comp_seg) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, ack_seg) != 128);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, ack_seg) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, alloc_seg) != 132);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, alloc_seg) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, isge) != 136);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, isge) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, ack_pending) != 140);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, ack_pending) != 4);	\
+	BUILD_BUG_ON(offsetof(struct tid_rdma_request, state) != 144);	\
+	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, state) != 4);	\
 	BUILD_BUG_ON(sizeof_field(struct rvt_qp, s_flags) != 4);	\
 	BUILD_BUG_ON(sizeof_field(struct hfi1_qp_priv, flow_state) != 12);	\
 	BUILD_BUG_ON(sizeof_field(struct hfi1_qp_priv, tid_wait) != 16);	\
@@ -151,11 +226,9 @@
 	BUILD_BUG_ON(sizeof_field(struct hfi1_ctxtdata, tid_full_list) != 24);	\
 	BUILD_BUG_ON(sizeof_field(struct hfi1_ctxtdata, flow_queue) != 24);	\
 	BUILD_BUG_ON(sizeof_field(struct hfi1_ctxtdata, rarr_queue) != 24);	\
-	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, n_flows) != 2);	\
-	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, setup_head) != 2);	\
-	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, clear_tail) != 2);	\
-	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, flow_idx) != 2);	\
-	BUILD_BUG_ON(sizeof_field(struct tid_rdma_request, seg_len) != 4);	\
+	BUILD_BUG_ON(sizeof_field(struct hfi1_ctxtdata, groups) != 8);	\
+	BUILD_BUG_ON(sizeof_field(struct hfi1_ctxtdata, jkey) != 2);	\
+	BUILD_BUG_ON(sizeof_field(struct hfi1_ibdev, n_tidwait) != 8);	\
 } while (0)
 
 /*

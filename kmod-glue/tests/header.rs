@@ -57,6 +57,21 @@ const STRUCTS: &[(&str, &str)] = &[
     ("CtxStats", "hfi1_tid_ctx_stats"),
     ("SgeC", "hfi1_tid_sge"),
     ("ReadTestResult", "hfi1_tid_read_result"),
+    ("DrvOps", "hfi1_tid_drv_ops"),
+    ("DrvQpView", "hfi1_tid_drv_qp"),
+    ("DrvRcdView", "hfi1_tid_drv_rcd"),
+];
+
+/// The driver's structures the ABI points to: the layout mirror's Rust
+/// name, the kernel's struct name (declared, never defined, in the header).
+const KERNEL: &[(&str, &str)] = &[
+    ("CListHead", "list_head"),
+    ("CTidFlowState", "tid_flow_state"),
+    ("CTidGroup", "tid_group"),
+    ("CExpTidSet", "exp_tid_set"),
+    ("CTidQueue", "tid_queue"),
+    ("CTidRdmaRequest", "tid_rdma_request"),
+    ("CRvtSgeState", "rvt_sge_state"),
 ];
 
 /// Opaque handles: Rust type, C struct name (declared, never defined, in C).
@@ -76,7 +91,12 @@ fn rust_to_c(t: &str) -> String {
     if let Some(inner) = t.strip_prefix("*const ") {
         return format!("const {} *", rust_to_c(inner));
     }
-    if let Some((_, c)) = STRUCTS.iter().chain(OPAQUE).find(|(r, _)| *r == t) {
+    if let Some((_, c)) = STRUCTS
+        .iter()
+        .chain(OPAQUE)
+        .chain(KERNEL)
+        .find(|(r, _)| *r == t)
+    {
         return format!("struct {c}");
     }
     match t.as_str() {
@@ -228,14 +248,23 @@ fn read(rel: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// Every `.rs` file under `dir`, its subdirectories included.
+fn rs_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rs_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
 fn rust_sources() -> String {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut all = String::new();
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "rs"))
-        .collect();
+    let mut files = Vec::new();
+    rs_files(&dir, &mut files);
     files.sort();
     for f in files {
         all.push_str(&std::fs::read_to_string(f).unwrap());

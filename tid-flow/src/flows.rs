@@ -8,7 +8,7 @@
 //! method that changes it takes `&mut self`, which only that guard lends.
 //! [`QpFlowState`] is part of a QP's `s_lock`-guarded state.
 
-use hfi1_hal::consts::NUM_TID_FLOWS;
+use hfi1_hal::consts::{FLOW_INDEX_NONE, NUM_TID_FLOWS};
 use hfi1_hal::platform::FlowTable;
 use hfi1_hal::services::RandomSource;
 use hfi1_hal::{FlowIndex, FlowTableReg, Generation};
@@ -324,6 +324,47 @@ impl QpFlow for QpFlowState {
 
     fn set_generation(&mut self, g: Generation) {
         self.generation = g;
+    }
+
+    fn psn(&self) -> u32 {
+        self.psn
+    }
+
+    fn set_psn(&mut self, psn: u32) {
+        self.psn = psn;
+    }
+}
+
+/// The driver's `qpriv->flow_state` (the layout mirror) as a [`QpFlow`]:
+/// `index` and `last_index` are `RXE_NUM_TID_FLOWS` for none.
+impl QpFlow for hfi1_hal::layout::CTidFlowState {
+    fn index(&self) -> Option<FlowIndex> {
+        FlowIndex::new(u32::from(self.index))
+    }
+
+    fn set_index(&mut self, f: Option<FlowIndex>) {
+        self.index = f.map_or(FLOW_INDEX_NONE, FlowIndex::get);
+    }
+
+    /// Kernel: `fs->index != RXE_NUM_TID_FLOWS`.
+    fn holds_flow(&self) -> bool {
+        self.index != FLOW_INDEX_NONE
+    }
+
+    fn last_index(&self) -> Option<FlowIndex> {
+        FlowIndex::new(u32::from(self.last_index))
+    }
+
+    fn set_last_index(&mut self, f: Option<FlowIndex>) {
+        self.last_index = f.map_or(FLOW_INDEX_NONE, FlowIndex::get);
+    }
+
+    fn generation(&self) -> Generation {
+        Generation::masked(self.generation)
+    }
+
+    fn set_generation(&mut self, g: Generation) {
+        self.generation = g.get();
     }
 
     fn psn(&self) -> u32 {

@@ -10,22 +10,35 @@
 //!
 //! # Where this departs from the driver
 //!
+//! - **A failed DMA mapping is seen.** The driver's `dma_map_flow()`
+//!   stores `dma_map_page()`'s result in the 48-bit bitfield
+//!   `pset->addr` and then tests the field with `dma_mapping_error()`:
+//!   the truncated error value never equals `DMA_MAPPING_ERROR`, so the
+//!   driver never sees a failure, and programs the RcvArray with the
+//!   truncated error value as the buffer's address. Here the result of
+//!   the map call itself is tested ([`map_flow`]); on failure the QP waits
+//!   for memory (`hfi1_wait_kmem()`) as the driver's code intends. Tests:
+//!   `tests/regressions.rs` `dma_map_failure_waits_for_memory_and_resumes`;
+//!   kmod-glue's `a_mapping_failure_is_seen_in_the_driver_record`.
 //! - **A failed mapping unmaps only what it mapped.** The driver's
-//!   `dma_unmap_flow()` unmaps every page set with a count and an address:
-//!   after `dma_map_flow()` failed at set k, that is the error value the
-//!   failed `dma_map_page()` left in set k, and any address an earlier
-//!   segment of the same record left in the sets after it, which are long
-//!   unmapped. Here each set's mapped bit decides ([`unmap_flow`]). Test:
-//!   `tests/regressions.rs`
+//!   `dma_unmap_flow()` (unreachable there after a failure, see above)
+//!   unmaps every page set with a count and an address: after a failure
+//!   at set k, the error value in set k and whatever addresses an earlier
+//!   segment of the same record left in the sets after it, long unmapped.
+//!   Here each set's mapped bit decides ([`unmap_flow`]). Test: kmod-glue's
 //!   `a_failed_mapping_unmaps_only_what_it_mapped`.
-//! - **`clear_all` unmaps a setup that had to wait.** A segment whose page
-//!   sets were found and mapped by an [`exp_rcv_setup`] that then had to
-//!   wait (queued for RcvArray space) keeps its mapping in the driver,
-//!   which `hfi1_kern_exp_rcv_clear_all()` leaves in place; when the
-//!   request is then given up (its flow records freed by
-//!   `__trdma_clean_swqe()`), the mapping is never undone. Here
-//!   [`exp_rcv_clear_all`] unmaps it; its page sets stay, so a retry maps
-//!   them again, as a retry after a failed mapping does. Test:
+//! - **`clear_all` also clears a setup that had to wait.** A segment whose
+//!   page sets were found and mapped by an [`exp_rcv_setup_with`] that
+//!   then had to wait (queued for RcvArray space) keeps its mapping in the
+//!   driver, which `hfi1_kern_exp_rcv_clear_all()` leaves in place; the
+//!   request is then given up (every caller of `clear_all` in the driver
+//!   completes it in error or errors the QP, and its flow records are
+//!   freed by `__trdma_clean_swqe()`), and the mapping is never undone.
+//!   Here [`exp_rcv_clear_all_with`] unmaps that segment and forgets its
+//!   page sets, as [`exp_rcv_clear_with`] does for a segment that was set
+//!   up. (Keeping the page sets for a retry would map them again from the
+//!   QP's page array, which another request of the QP may have overwritten
+//!   meanwhile; the driver never retries after `clear_all`.) Test:
 //!   `tests/regressions.rs` `clear_all_unmaps_a_setup_that_waited`.
 //! - A segment with no pages (a scatter list already walked to its end) is
 //!   refused ([`FlowError::Invalid`]): the driver's callers never ask for
@@ -254,10 +267,11 @@ fn get_phys_blocks<R: SegmentRecord + ?Sized>(
 ///    `n_flows` segments.
 /// 2. Unless an earlier attempt already did: walk `seg_len` bytes of the
 ///    scatter list and find the page sets (4 KiB variant iff the path MTU
-///    is 4096). Map them unless mapped; on failure the QP waits for
-///    memory (`hfi1_wait_kmem()`: the scheduler's memory-wait list, which
-///    wakes it later) and [`FlowError::NoMemory`] is returned; the page
-///    sets stay for the retry.
+///    is 4096). Map them unless mapped; on failure (which the driver does
+///    not see, module doc) the QP waits for memory (`hfi1_wait_kmem()`:
+///    the scheduler's memory-wait list, which wakes it later) and
+///    [`FlowError::NoMemory`] is returned; the page sets stay for the
+///    retry.
 /// 3. Under `exp_lock`: if others wait on the RcvArray queue ahead of this
 ///    QP, or the TID groups are short, queue the QP and return
 ///    [`FlowError::Again`]. Else program the entries, fill the record
@@ -390,9 +404,10 @@ where
     Ok(())
 }
 
-/// Tears down every segment of `req`, then unmaps a setup that had to
-/// wait (see the module doc: the driver leaves its mapping in place).
-/// Kernel: `hfi1_kern_exp_rcv_clear_all()`.
+/// Tears down every segment of `req`, then unmaps and forgets a setup
+/// that had to wait (see the module doc: the driver leaves its mapping in
+/// place). The request is given up afterwards. Kernel:
+/// `hfi1_kern_exp_rcv_clear_all()`.
 ///
 /// # Locking
 ///
@@ -416,6 +431,7 @@ pub fn exp_rcv_clear_all_with<C, Q, F>(
     if let Some(mut rec) = req.record(head) {
         if rec.has_pagesets() {
             unmap_flow(&mut rec, rcd.dma());
+            rec.forget_pagesets();
         }
     }
 }

@@ -412,7 +412,7 @@ fn scattered(base: u64, pages: u64) -> Vec<Sge> {
 /// leaves it in place, and when the request is then given up (its flow
 /// records freed, `__trdma_clean_swqe()`) the mapping is never undone: a
 /// DMA mapping leak. A kept deviation (`tid_flow::setup` module doc): the
-/// page sets stay, so a retry maps them again.
+/// waiting segment is cleared too (unmapped, its page sets forgotten).
 ///
 /// Depends on the `unmap_flow` of the setup-head record at the end of
 /// `exp_rcv_clear_all_with` (tid-flow/src/setup.rs). Checked: without it
@@ -459,7 +459,9 @@ fn clear_all_unmaps_a_setup_that_waited() {
 /// A DMA mapping failure in segment setup makes the QP wait for memory and
 /// be woken later, instead of failing the request. Kernel: the
 /// `hfi1_wait_kmem()` call of `hfi1_kern_exp_rcv_setup()`, and
-/// `mem_timer()` waking the QP (`hfi1_qp_wakeup(qp, RVT_S_WAIT_KMEM)`).
+/// `mem_timer()` waking the QP (`hfi1_qp_wakeup(qp, RVT_S_WAIT_KMEM)`);
+/// the driver's own check never sees the failure (the `tid_flow::setup`
+/// module doc), so this is the path its code intends.
 ///
 /// The setup gives `NoMemory` with the QP on the memory-wait list
 /// (`RVT_S_WAIT_KMEM` set, one reference held); one tick of the timer

@@ -37,6 +37,8 @@ pub unsafe trait DrvWaiter {
     /// A counted reference to such a QP. Kernel: `struct rvt_qp *` with a
     /// reference held.
     type Ref: QpRef<Target = Self>;
+    /// What turning a link back into a QP needs (the driver's services).
+    type Ctx;
 
     /// Its `qpriv->tid_wait`.
     fn tid_wait(&self) -> *mut CListHead;
@@ -50,7 +52,7 @@ pub unsafe trait DrvWaiter {
     /// # Safety
     ///
     /// `link` is the `tid_wait` of a live QP of this type.
-    unsafe fn get_waiter(link: *mut CListHead) -> Self::Ref;
+    unsafe fn get_waiter(ctx: &Self::Ctx, link: *mut CListHead) -> Self::Ref;
 
     /// The reference a queue holds to the QP whose `tid_wait` is `link`,
     /// handed back as the QP leaves the queue.
@@ -59,7 +61,7 @@ pub unsafe trait DrvWaiter {
     ///
     /// `link` is the `tid_wait` of a QP of this type on a queue, which
     /// holds a reference to it; the caller owns that reference from now on.
-    unsafe fn adopt_waiter(link: *mut CListHead) -> Self::Ref;
+    unsafe fn adopt_waiter(ctx: &Self::Ctx, link: *mut CListHead) -> Self::Ref;
 }
 
 /// A context's two wait queues in the driver's structures.
@@ -69,13 +71,14 @@ pub unsafe trait DrvWaiter {
 /// `flow` and `rarr` point to the context's initialised `tid_queue`s,
 /// whose `exp_lock` is held while this value lives; every link on them is
 /// the `tid_wait` of a `Q` and holds a reference to it.
-pub struct DrvQueues<Q> {
+pub struct DrvQueues<Q: DrvWaiter> {
     flow: NonNull<CTidQueue>,
     rarr: NonNull<CTidQueue>,
+    ctx: Q::Ctx,
     _qp: PhantomData<fn() -> Q>,
 }
 
-impl<Q> core::fmt::Debug for DrvQueues<Q> {
+impl<Q: DrvWaiter> core::fmt::Debug for DrvQueues<Q> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str("DrvQueues")
     }
@@ -90,11 +93,12 @@ impl<Q: DrvWaiter> DrvQueues<Q> {
     /// Both point to initialised `struct tid_queue`s of one context, whose
     /// `exp_lock` the caller holds for the life of the value, and every QP
     /// on them is a `Q` holding a queue reference.
-    pub unsafe fn new(flow: NonNull<CTidQueue>, rarr: NonNull<CTidQueue>) -> Self {
+    pub unsafe fn new(flow: NonNull<CTidQueue>, rarr: NonNull<CTidQueue>, ctx: Q::Ctx) -> Self {
         // INVARIANT: by the caller.
         Self {
             flow,
             rarr,
+            ctx,
             _qp: PhantomData,
         }
     }
@@ -140,7 +144,7 @@ impl<Q: DrvWaiter> WaitStore<Q::Ref> for DrvQueues<Q> {
         // SAFETY: the queue is live and locked (type invariant).
         let first = unsafe { list::first(self.head_of(kind)) }?;
         // SAFETY: every link on the queue is a live `Q`'s `tid_wait`.
-        Some(unsafe { Q::get_waiter(first) })
+        Some(unsafe { Q::get_waiter(&self.ctx, first) })
     }
 
     fn head_is(&self, kind: QueueKind, qp: &Q) -> Option<bool> {
@@ -185,7 +189,7 @@ impl<Q: DrvWaiter> WaitStore<Q::Ref> for DrvQueues<Q> {
         // reference to the QP; unlinking hands that reference to us.
         unsafe {
             list::del_init(link);
-            Some((kind, Q::adopt_waiter(link)))
+            Some((kind, Q::adopt_waiter(&self.ctx, link)))
         }
     }
 
@@ -266,18 +270,19 @@ mod tests {
     // turned back into its QP by the field's offset (`container_of`).
     unsafe impl DrvWaiter for TQp {
         type Ref = TRef;
+        type Ctx = ();
         fn tid_wait(&self) -> *mut CListHead {
             (&raw const self.tid_wait).cast_mut()
         }
         fn tid_enqueue(&self) -> *mut u32 {
             (&raw const self.tid_enqueue).cast_mut()
         }
-        unsafe fn get_waiter(link: *mut CListHead) -> TRef {
+        unsafe fn get_waiter(_: &(), link: *mut CListHead) -> TRef {
             let r = TRef(owner(link));
             r.refs.set(r.refs.get() + 1);
             r
         }
-        unsafe fn adopt_waiter(link: *mut CListHead) -> TRef {
+        unsafe fn adopt_waiter(_: &(), link: *mut CListHead) -> TRef {
             TRef(owner(link))
         }
     }
@@ -342,7 +347,7 @@ mod tests {
         // SAFETY: both queues are ours; this thread is their only user (the
         // "exp_lock"); only test QPs go on them.
         let mut drv =
-            unsafe { DrvQueues::<TQp>::new(NonNull::from(&mut *fq), NonNull::from(&mut *rq)) };
+            unsafe { DrvQueues::<TQp>::new(NonNull::from(&mut *fq), NonNull::from(&mut *rq), ()) };
         let mut sim: WaitQueues<TRef> = WaitQueues::new(N).unwrap();
         let (mut fd, mut fs) = (
             vec![SFlags::default(); N as usize],
