@@ -111,6 +111,7 @@ struct sd_world {
 	struct rvt_qp *kmem[SD_QPS];	/* the memory-wait list */
 	u32 nkmem;
 	u32 rand;
+	u32 nalloc;		/* kmalloc_node() calls, for the fill pattern */
 };
 
 #define POOL_BLOCKS 4

@@ -27,7 +27,8 @@
  * mappings; and the flow ring and every field of every flow record of the
  * request operated on (of every request every 256 operations and at the
  * end). Untouched bytes of a flow record hold the same pattern in both
- * worlds: the recording kmalloc_node() fills what it returns with 0x5a.
+ * worlds: the recording kmalloc_node() fills what it returns with 0x5a,
+ * 0xa5, 0xff and 0x00 in turn.
  *
  * The Rust engine departs from the driver in three documented places
  * (tid_flow::setup and qp_wait::store, each with its failing scenario);
@@ -53,10 +54,11 @@
  * tested on the software platform (tid-flow's regressions) and on the
  * driver platform's host test (kmod-glue).
  *
- * Locks are the driver's: each QP's s_lock and the context's exp_lock are
- * initialised with the driver's own expressions (&qp->s_lock,
- * &rcd->exp_lock), and every operation is called as the driver calls it,
- * with the QP's s_lock held, so lockdep sees the driver's dependency.
+ * Locks are the driver's: each QP's s_lock and the context's exp_lock,
+ * in lock classes of their own (hfi1_tid_sdiff_s_lock,
+ * hfi1_tid_sdiff_exp_lock, so the debug kernel's /proc/lockdep names
+ * them), and every operation is called as the driver calls it, with the
+ * QP's s_lock held, so lockdep records the dependency both worlds make.
  *
  * The test runs while the parameter is parsed, before the driver's init,
  * so it needs no device; it points hfi1_tid_svc at its recording services

@@ -15,8 +15,13 @@
 #           name nothing of ours (judge_checkers)
 #   hfi1    the rebuilt hfi1.ko, built against the debug kernel, with the
 #           debug kernel's own ib_core, ib_uverbs, rdmavt and i2c-algo-bit
-#           (hfi1-test.sh, TID_DIFF_CASES cases, default 20000): the same
-#           checks
+#           (hfi1-test.sh, TID_DIFF_CASES cases, default 20000, and
+#           TID_SDIFF_OPS stateful operations, default 20000): the same
+#           checks, and lockdep must have recorded the stateful group's
+#           s_lock -> exp_lock (hfi1_tid_sdiff_s_lock ->
+#           hfi1_tid_sdiff_exp_lock, the classes the twin worlds' locks are
+#           given), taken by the driver's own C and the routed Rust alike,
+#           and never the reverse
 #   demo    the LOCKDEP_DEMO=1 variant on the debug kernel: the module also
 #           takes an exp_lock and then an s_lock of the kernel platform
 #           (KernelSpinLock), going around the lock-order types through an
@@ -41,7 +46,8 @@
 # must have made lockdep record s_lock -> exp_lock, and never the reverse.
 #
 # Usage: lockdep-test.sh [--debug-only]
-# Environment: TID_DIFF_CASES for the hfi1 boot (default 20000).
+# Environment: TID_DIFF_CASES and TID_SDIFF_OPS for the hfi1 boot (default
+# 20000 each).
 # Logs stay in kmod-glue/build/lockdep-test/<boot>.log.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -49,6 +55,8 @@ glue="$(dirname "$here")"
 name=hfi1_tid_selftest
 s_class=hfi1_tid_qp_s_lock
 exp_class=hfi1_tid_rcd_exp_lock
+sd_s_class=hfi1_tid_sdiff_s_lock
+sd_exp_class=hfi1_tid_sdiff_exp_lock
 
 debian=1
 case "${1:-}" in
@@ -134,6 +142,19 @@ judge_clean() {
 	grep -q "GUEST: lockdep dep $s_class -> $exp_class" "$log" ||
 		{ echo "lockdep recorded no $s_class -> $exp_class dependency"; ok=1; }
 	! grep -q "GUEST: lockdep dep $exp_class -> $s_class" "$log" || { echo "lockdep recorded $exp_class -> $s_class"; ok=1; }
+	return $ok
+}
+
+# judge_hfi1 <log> <hfi1.ko> <loaded.ko>...: the rebuilt hfi1.ko on the
+# debug kernel; its checkers ran and found nothing, and lockdep saw the
+# stateful group take s_lock before exp_lock, never the reverse.
+judge_hfi1() {
+	local log=$1 ok=0
+	judge_checkers "$@" || ok=1
+	grep -q "GUEST: lockdep dep $sd_s_class -> $sd_exp_class" "$log" ||
+		{ echo "lockdep recorded no $sd_s_class -> $sd_exp_class dependency"; ok=1; }
+	! grep -q "GUEST: lockdep dep $sd_exp_class -> $sd_s_class" "$log" ||
+		{ echo "lockdep recorded $sd_exp_class -> $sd_s_class"; ok=1; }
 	return $ok
 }
 
@@ -276,13 +297,15 @@ say "boot hfi1: rebuilt hfi1.ko on the debug kernel"
 if KDIR="$KDIR" OUT="$hfi1_out" bash "$glue/hfi1/build.sh" >"$logs/hfi1-build.out" 2>&1; then
 	if KDIR="$KDIR" KERNEL_IMAGE="$KERNEL_IMAGE" KERNEL_MODULES="$KERNEL_MODULES" GUEST_POWEROFF=reboot \
 		MODULE="$hfi1_out/hfi1.ko" KEEP_LOG="$logs/hfi1.log" TID_DIFF_CASES="${TID_DIFF_CASES:-20000}" \
+		TID_SDIFF_OPS="${TID_SDIFF_OPS:-20000}" GUEST_WHILE_LOADED="$probe" \
 		bash "$here/hfi1-test.sh"; then
 		hfi1_kos=("$hfi1_out/hfi1.ko")
 		for d in infiniband/core/ib_core infiniband/core/ib_uverbs infiniband/sw/rdmavt/rdmavt i2c/algos/i2c-algo-bit; do
 			hfi1_kos+=("$KERNEL_MODULES/drivers/$d.ko")
 		done
-		if why=$(judge_checkers "$logs/hfi1.log" "${hfi1_kos[@]}"); then
+		if why=$(judge_hfi1 "$logs/hfi1.log" "${hfi1_kos[@]}"); then
 			say "boot hfi1: PASS ($(checkers_summary "$logs/hfi1.log" "${hfi1_kos[@]}"), debug_locks 1 at the end)"
+			grep -E "hfi1_tid_s?diff: [0-9]+ passed|GUEST: lockdep dep $sd_s_class -> $sd_exp_class" "$logs/hfi1.log" | sort -u
 		else
 			err "boot hfi1: $why"
 		fi

@@ -23,9 +23,13 @@
 //! - **A failed mapping unmaps only what it mapped.** The driver's
 //!   `dma_unmap_flow()` (unreachable there after a failure, see above)
 //!   unmaps every page set with a count and an address: after a failure
-//!   at set k, the error value in set k and whatever addresses an earlier
-//!   segment of the same record left in the sets after it, long unmapped.
-//!   Here each set's mapped bit decides ([`unmap_flow`]). Test: kmod-glue's
+//!   at set k, the error value in set k, and in the sets after it
+//!   whatever addresses an earlier segment of the same record left there,
+//!   long unmapped (or a fresh record's uninitialised contents: the driver
+//!   `kmalloc`s the records and initialises only the first set's mapped
+//!   bit). Here a failure unmaps the sets before k, which that call
+//!   mapped ([`map_flow`]), and a clear the non-filler sets it marked
+//!   mapped ([`unmap_flow`]). Test: kmod-glue's
 //!   `a_failed_mapping_unmaps_only_what_it_mapped`.
 //! - **`clear_all` also clears a setup that had to wait.** A segment whose
 //!   page sets were found and mapped by an [`exp_rcv_setup_with`] that
@@ -199,8 +203,9 @@ pub trait PageWalk {
     fn find_pages(&mut self, seg_len: u32, pages: &mut ArrayVec<u64, MAX_SEGMENT_PAGES>) -> u32;
 }
 
-/// Maps every non-filler page set; on failure unmaps what it mapped and
-/// gives [`FlowError::NoMemory`]. Kernel: `dma_map_flow()`.
+/// Maps every non-filler page set; on failure unmaps what this call
+/// mapped and gives [`FlowError::NoMemory`]. Kernel: `dma_map_flow()`.
+/// Called only on a record that is not mapped.
 pub fn map_flow<R: SegmentRecord + ?Sized>(
     rec: &mut R,
     dma: &impl DmaMap,
@@ -213,7 +218,10 @@ pub fn map_flow<R: SegmentRecord + ?Sized>(
         match dma.map(ps.addr, u32::from(ps.count).wrapping_mul(PAGE_SIZE)) {
             Ok(bus) => rec.set_mapped(i, bus),
             Err(_) => {
-                unmap_flow(rec, dma);
+                // The sets before `i` are the ones this call mapped; the
+                // mapped bits of those after it are not to be trusted (the
+                // driver initialises only the first set's).
+                unmap_sets(rec, dma, i);
                 return Err(FlowError::NoMemory);
             }
         }
@@ -224,13 +232,18 @@ pub fn map_flow<R: SegmentRecord + ?Sized>(
 /// Unmaps every page set that is mapped. Kernel: `dma_unmap_flow()`,
 /// which decides by count and address instead (see the module doc).
 pub fn unmap_flow<R: SegmentRecord + ?Sized>(rec: &mut R, dma: &impl DmaMap) {
-    for i in 0..rec.pageset_count() {
-        if !rec.is_set_mapped(i) {
+    unmap_sets(rec, dma, rec.pageset_count());
+}
+
+/// Unmaps the mapped non-filler sets among the first `n` (a filler's
+/// mapped bit is never written, in the driver's records).
+fn unmap_sets<R: SegmentRecord + ?Sized>(rec: &mut R, dma: &impl DmaMap, n: usize) {
+    for i in 0..n.min(rec.pageset_count()) {
+        let Some(ps) = rec.pageset(i) else { break };
+        if ps.is_filler() || !rec.is_set_mapped(i) {
             continue;
         }
-        if let Some(ps) = rec.pageset(i) {
-            dma.unmap(ps.dma, u32::from(ps.count).wrapping_mul(PAGE_SIZE));
-        }
+        dma.unmap(ps.dma, u32::from(ps.count).wrapping_mul(PAGE_SIZE));
         rec.set_unmapped(i);
     }
 }

@@ -36,8 +36,8 @@ use hfi1_hal::lock_order::{Lock, LockToken, SLock};
 use hfi1_hal::services::RandomSource;
 use tid_flow::flows::init_generations;
 use tid_flow::{
-    Context, ExpStore, QpLocked, clear_hw_flow_with, exp_rcv_clear_all_with, exp_rcv_clear_with, exp_rcv_setup_with,
-    setup_hw_flow_with,
+    Context, ExpStore, QpLocked, clear_hw_flow_with, exp_rcv_clear_all_with, exp_rcv_clear_with,
+    exp_rcv_setup_with, setup_hw_flow_with,
 };
 
 use super::ctxt::DrvCtxt;

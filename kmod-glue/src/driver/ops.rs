@@ -25,9 +25,7 @@
 
 use core::ffi::c_void;
 
-use hfi1_hal::layout::{
-    CExpTidSet, CListHead, CTidFlowState, CTidGroup, CTidQueue,
-};
+use hfi1_hal::layout::{CExpTidSet, CListHead, CTidFlowState, CTidGroup, CTidQueue};
 
 /// `spin_lock_irqsave(lock, flags)`; returns the flags.
 pub type DrvLockFn = unsafe extern "C" fn(lock: *mut c_void) -> usize;
@@ -43,7 +41,8 @@ pub type DrvQpOfWaitFn = unsafe extern "C" fn(tid_wait: *mut CListHead) -> *mut 
 /// Fills a QP's view.
 pub type DrvQpViewFn = unsafe extern "C" fn(qp: *mut c_void, view: *mut DrvQpView);
 /// `queue_work_on(cpu, wq, work)`.
-pub type DrvQueueWorkFn = unsafe extern "C" fn(cpu: i32, wq: *mut c_void, work: *mut c_void) -> bool;
+pub type DrvQueueWorkFn =
+    unsafe extern "C" fn(cpu: i32, wq: *mut c_void, work: *mut c_void) -> bool;
 /// `hfi1_do_send(qp, in_thread)`.
 pub type DrvDoSendFn = unsafe extern "C" fn(qp: *mut c_void, in_thread: bool);
 /// `hfi1_wait_kmem(qp)`; `s_flags` is `&qp->s_flags`, which it changes.

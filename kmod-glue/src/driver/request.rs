@@ -14,12 +14,12 @@ use core::ffi::c_void;
 use core::ptr::NonNull;
 
 use arrayvec::ArrayVec;
+use hfi1_hal::TidEntry;
 use hfi1_hal::consts::{FLOW_INDEX_NONE, MAX_FLOWS, MAX_PAGESETS, MAX_SEGMENT_PAGES, PAGE_SIZE};
 use hfi1_hal::layout::{
     CFlowState, CKernTidNode, CRvtSgeState, CTidGroup, CTidRdmaFlow, CTidRdmaPageset,
     CTidRdmaRequest, RVT_SEGSZ,
 };
-use hfi1_hal::TidEntry;
 use tid_alloc::groups::{NodeList, PageSetSource, ProgramSink};
 use tid_alloc::{AllocError, PageSet, PageSets, TidNode, find_phys_blocks_into};
 use tid_flow::{FlowRingStore, FlowSetup, PageWalk, SegmentRecord};
