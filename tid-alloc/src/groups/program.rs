@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! Programming a segment's RcvArray entries and taking them back, written
+//! once over [`GroupStore`]: the driver's `kern_program_rcvarray()`
+//! ([`program_rcvarray`]) and the `kern_unprogram_rcv_group()` loop of
+//! `hfi1_kern_exp_rcv_clear()` ([`unprogram_rcvarray`]).
+//!
+//! # Locking
+//!
+//! The context's `exp_lock`, as for every [`GroupStore`] function;
+//! [`program_rcvarray`] in the same critical section as the
+//! [`alloc_tids`](super::alloc_tids) that chose its nodes.
+
+use hfi1_hal::consts::{PAGE_SHIFT, TID_GROUP_FULL_MAP, TID_GROUP_SIZE};
+use hfi1_hal::{RcvArray, RcvType, TidCtrl, TidEntry};
+
+use super::store::{GroupStore, NodeList, PageSetSource, ProgramSink};
+use super::{GROUP_SIZE, GroupList, TidNode};
+use crate::AllocError;
+use crate::pageset::PageSet;
+
+/// Programs one entry with a set: EXPECTED with its DMA address and order,
+/// or INVALID for a filler. Kernel: the `hfi1_put_tid()` calls of
+/// `kern_program_rcv_group()`.
+#[inline(always)]
+fn put_set(rcv: &mut impl RcvArray, rcventry: u32, set: &PageSet) {
+    if set.is_filler() {
+        rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
+    } else {
+        rcv.put_tid(rcventry, RcvType::Expected, set.dma, set.order());
+    }
+}
+
+/// Packets per TID entry at one path MTU: the driver rounds
+/// `pages / (pmtu / 4096)` up with a shift by log2 of the pages per packet
+/// (exact for the power-of-two MTUs; 10240 counts as 2 pages).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PacketShape {
+    pmtu_pages: u32,
+    shift: u32,
+}
+
+impl PacketShape {
+    /// The shape of `pmtu`; [`AllocError::BadPmtu`] below 4096.
+    pub(super) fn new(pmtu: u32) -> Result<Self, AllocError> {
+        let pmtu_pages = pmtu >> PAGE_SHIFT;
+        match pmtu_pages.checked_ilog2() {
+            Some(shift) => Ok(Self { pmtu_pages, shift }),
+            None => Err(AllocError::BadPmtu(pmtu)),
+        }
+    }
+
+    /// Packets a TID entry of `pages` pages takes.
+    /// Kernel: `(npages + pmtu_pg - 1) >> ilog2(pmtu_pg)`.
+    #[inline(always)]
+    fn packets(self, pages: u32) -> u32 {
+        pages.wrapping_add(self.pmtu_pages - 1) >> self.shift
+    }
+}
+
+/// Where one group's RcvArray pairs are: the absolute index of its first
+/// entry and the pair index (relative to the expected base) of its first
+/// pair.
+#[derive(Debug, Clone, Copy)]
+struct GroupPairs {
+    abs_base: u32,
+    pair_base: u32,
+}
+
+impl GroupPairs {
+    /// Appends the TID entry of pair `p` (CTRL, pages) and its packets.
+    /// Kernel: the `EXP_TID_SET(IDX | CTRL | LEN)` of
+    /// `kern_program_rcv_group()`.
+    #[inline(always)]
+    fn push_entry(
+        self,
+        p: u8,
+        ctrl: TidCtrl,
+        pages: u32,
+        shape: PacketShape,
+        out: &mut (impl ProgramSink + ?Sized),
+    ) {
+        let idx = self.pair_base.wrapping_add(u32::from(p));
+        // Cannot fail: idx < 1024 (at most 256 groups) and pages <= 1024
+        // (two sets of at most 512, checked by `check_sets`). Should it,
+        // the entry would read LEN 0, which the peer rejects, rather than
+        // name other entries.
+        let entry = TidEntry::new(idx, ctrl, pages).unwrap_or(TidEntry::from_raw(0));
+        out.push_entry(entry);
+        out.add_packets(shape.packets(pages));
+    }
+
+    /// Programs both entries of pair `p` with `a` and `b` (a filler in the
+    /// odd slot makes CTRL 1: the driver looks at the set it just
+    /// programmed).
+    #[inline(always)]
+    fn put_both(
+        self,
+        rcv: &mut impl RcvArray,
+        p: u8,
+        a: &PageSet,
+        b: &PageSet,
+        shape: PacketShape,
+        out: &mut (impl ProgramSink + ?Sized),
+    ) {
+        let even = self.abs_base.wrapping_add(2 * u32::from(p));
+        put_set(rcv, even, a);
+        put_set(rcv, even.wrapping_add(1), b);
+        let ctrl = if b.is_filler() {
+            TidCtrl::Even
+        } else {
+            TidCtrl::Pair
+        };
+        let pages = u32::from(a.count).wrapping_add(u32::from(b.count));
+        self.push_entry(p, ctrl, pages, shape, out);
+    }
+
+    /// Pair `p` as the two bits of the node's `taken` map say:
+    /// - neither taken: two write-combining fills;
+    /// - only the even one: one TID entry, CTRL 1;
+    /// - only the odd one: one TID entry, CTRL 2 (1 for a filler);
+    /// - both: one TID entry for the pair, CTRL 3, LEN = both sets.
+    ///
+    /// This is the driver's entry-by-entry `pair` logic: an even entry
+    /// starts a pair exactly when it and the next one are both taken by
+    /// this node.
+    #[inline(always)]
+    fn put_pair(
+        self,
+        rcv: &mut impl RcvArray,
+        p: u8,
+        bits: u8,
+        next: &mut impl FnMut() -> PageSet,
+        shape: PacketShape,
+        out: &mut (impl ProgramSink + ?Sized),
+    ) {
+        let even = self.abs_base.wrapping_add(2 * u32::from(p));
+        let odd = even.wrapping_add(1);
+        match bits {
+            0 => {
+                rcv.wc_fill(even);
+                rcv.wc_fill(odd);
+            }
+            1 => {
+                let a = next();
+                put_set(rcv, even, &a);
+                rcv.wc_fill(odd);
+                self.push_entry(p, TidCtrl::Even, u32::from(a.count), shape, out);
+            }
+            2 => {
+                rcv.wc_fill(even);
+                let b = next();
+                put_set(rcv, odd, &b);
+                let ctrl = if b.is_filler() {
+                    TidCtrl::Even
+                } else {
+                    TidCtrl::Odd
+                };
+                self.push_entry(p, ctrl, u32::from(b.count), shape, out);
+            }
+            _ => {
+                let (a, b) = (next(), next());
+                self.put_both(rcv, p, &a, &b, shape, out);
+            }
+        }
+    }
+}
+
+/// Refuses page sets the RcvArray cannot map (a count that is not 0 or a
+/// power of two up to 512) and path MTUs below a page, before anything is
+/// written; returns the packet shape.
+pub(super) fn check_sets<S: PageSetSource + ?Sized>(
+    sets: &S,
+    pmtu: u32,
+) -> Result<PacketShape, AllocError> {
+    for index in 0..sets.set_count() {
+        if let Some(s) = sets.set(index) {
+            if !s.is_programmable() {
+                return Err(AllocError::BadPageSet {
+                    index,
+                    count: s.count,
+                });
+            }
+        }
+    }
+    PacketShape::new(pmtu)
+}
+
+/// Programs the entries `nodes` chose with `sets`, moves the groups
+/// between lists and writes the TID entries to `out`. Kernel:
+/// `kern_program_rcvarray()` / `kern_program_rcv_group()`.
+///
+/// For each node the group's eight entries are visited in order; an
+/// entry taken in the snapshot, or beyond the node's count, gets a
+/// write-combining fill; every other entry takes the next page set:
+/// `put_tid` EXPECTED with the set's `dma` and order, or INVALID for a
+/// filler. Two free entries at an even position form a pair (one TID
+/// entry, CTRL 3, LEN = pages of both) when the node needs at least two
+/// more; otherwise an entry yields CTRL 1 (even) or 2 (odd), and a filler
+/// CTRL 1. Each TID entry adds `ceil(LEN / (pmtu / 4096))` packets. A
+/// group moves free→used at its first entry and used→full at its eighth
+/// (the driver moves it entry by entry, always to the tail; the net
+/// effect on the lists is the one move made here). A pair of two fillers
+/// gives a LEN 0 entry (quirk 5; `find_phys_blocks` never produces one).
+///
+/// # Locking
+///
+/// Under `exp_lock`, right after the [`alloc_tids`](super::alloc_tids) that chose `nodes`.
+///
+/// # Errors
+///
+/// Checked before anything is written, so nothing changes on error:
+/// [`AllocError::BadPageSet`] for a count the RcvArray cannot map,
+/// [`AllocError::BadPmtu`] for a path MTU below 4096.
+pub fn program_rcvarray<G, N, S, O>(
+    groups: &mut G,
+    rcv: &mut impl RcvArray,
+    nodes: &N,
+    sets: &S,
+    pmtu: u32,
+    out: &mut O,
+) -> Result<(), AllocError>
+where
+    G: GroupStore + ?Sized,
+    N: NodeList + ?Sized,
+    S: PageSetSource + ?Sized,
+    O: ProgramSink + ?Sized,
+{
+    let shape = check_sets(sets, pmtu)?;
+    out.reset();
+    program_checked(groups, rcv, nodes, sets, shape, out);
+    Ok(())
+}
+
+/// [`program_rcvarray`] after its checks.
+pub(super) fn program_checked<G, N, S, O>(
+    groups: &mut G,
+    rcv: &mut impl RcvArray,
+    nodes: &N,
+    sets: &S,
+    shape: PacketShape,
+    out: &mut O,
+) where
+    G: GroupStore + ?Sized,
+    N: NodeList + ?Sized,
+    S: PageSetSource + ?Sized,
+    O: ProgramSink + ?Sized,
+{
+    let mut next_set = 0usize;
+    for i in 0..nodes.len() {
+        let Some(node) = nodes.node(i) else { break };
+        program_node(groups, rcv, &node, sets, &mut next_set, shape, out);
+        take_entries(groups, &node);
+    }
+}
+
+/// Programs the eight entries of `node`'s group: fills for entries the
+/// node does not take, the next sets of `sets` for the others, one TID
+/// entry per RcvArray pair it touches (see [`program_rcvarray`]).
+/// Kernel: the entry loop of `kern_program_rcv_group()`.
+#[inline]
+fn program_node<G, S, O>(
+    groups: &G,
+    rcv: &mut impl RcvArray,
+    node: &TidNode,
+    sets: &S,
+    at: &mut usize,
+    shape: PacketShape,
+    out: &mut O,
+) where
+    G: GroupStore + ?Sized,
+    S: PageSetSource + ?Sized,
+    O: ProgramSink + ?Sized,
+{
+    let abs_base = groups.base(node.group);
+    let rel_base = abs_base.wrapping_sub(groups.expected_base());
+    let group = GroupPairs {
+        abs_base,
+        // Groups start at a multiple of 8 from the expected base, so the
+        // pair index of pair `p` is `rel_base / 2 + p`.
+        pair_base: rel_base >> 1,
+    };
+    let taken = node.taken();
+    // Fast path, the common case: a whole free group takes eight sets as
+    // four pairs.
+    if taken == TID_GROUP_FULL_MAP {
+        if let Some(chunk) = sets.chunk8(*at) {
+            for (p, pair) in (0u8..).zip(chunk.chunks_exact(2)) {
+                if let &[a, b] = pair {
+                    group.put_both(rcv, p, &a, &b, shape, out);
+                }
+            }
+            *at = at.wrapping_add(TID_GROUP_SIZE);
+            return;
+        }
+    }
+    let mut next = || {
+        let s = sets.set(*at).unwrap_or(PageSet::FILLER);
+        *at = at.wrapping_add(1);
+        s
+    };
+    for p in 0..(GROUP_SIZE / 2) {
+        group.put_pair(rcv, p, (taken >> (2 * p)) & 3, &mut next, shape, out);
+    }
+}
+
+/// Records that `node`'s entries are taken: the group's `used` and `map`,
+/// and its move between lists. Kernel: the `used`/`map` updates and
+/// `tid_group_move()`s of `kern_program_rcv_group()`.
+#[inline]
+fn take_entries<G: GroupStore + ?Sized>(groups: &mut G, node: &TidNode) {
+    if node.cnt == 0 {
+        return;
+    }
+    let g = node.group;
+    let (used, map) = groups.counters(g);
+    let new_used = used.wrapping_add(node.cnt);
+    groups.set_counters(g, new_used, map | node.taken());
+    if new_used == GROUP_SIZE {
+        let from = if used == 0 {
+            GroupList::Free
+        } else {
+            GroupList::Used
+        };
+        groups.move_to(g, from, GroupList::Full);
+    } else if used == 0 {
+        groups.move_to(g, GroupList::Free, GroupList::Used);
+    }
+}
+
+/// Releases the entries `nodes` hold: each is written INVALID, the group's
+/// `used` and `map` fall, and the group moves full→used and used→free as
+/// it empties (to the tail, quirk 4). Entries of a touched group that the
+/// node does not hold get a write-combining fill. Kernel:
+/// `kern_unprogram_rcv_group()` for every node, as
+/// `hfi1_kern_exp_rcv_clear()` calls it.
+///
+/// # Locking
+///
+/// Under `exp_lock`.
+pub fn unprogram_rcvarray<G, N>(groups: &mut G, rcv: &mut impl RcvArray, nodes: &N)
+where
+    G: GroupStore + ?Sized,
+    N: NodeList + ?Sized,
+{
+    for i in 0..nodes.len() {
+        let Some(node) = nodes.node(i) else { break };
+        let g = node.group;
+        let (used, map) = groups.counters(g);
+        let taken = node.taken();
+        let abs_base = groups.base(g);
+        if node.cnt == 0 {
+            for e in 0..TID_GROUP_SIZE as u32 {
+                rcv.wc_fill(abs_base.wrapping_add(e));
+            }
+            continue;
+        }
+        if taken == TID_GROUP_FULL_MAP {
+            for e in 0..TID_GROUP_SIZE as u32 {
+                rcv.put_tid(abs_base.wrapping_add(e), RcvType::Invalid, 0, 0);
+            }
+        } else {
+            for e in 0..GROUP_SIZE {
+                let rcventry = abs_base.wrapping_add(u32::from(e));
+                if taken & (1 << e) == 0 {
+                    rcv.wc_fill(rcventry);
+                } else {
+                    rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
+                }
+            }
+        }
+        // Net effect of the driver's entry-by-entry moves (full->used as
+        // the first entry goes, used->free as the last one goes).
+        let new_used = used.wrapping_sub(node.cnt);
+        groups.set_counters(g, new_used, map & !taken);
+        if new_used == 0 {
+            let from = if used == GROUP_SIZE {
+                GroupList::Full
+            } else {
+                GroupList::Used
+            };
+            groups.move_to(g, from, GroupList::Free);
+        } else if used == GROUP_SIZE {
+            groups.move_to(g, GroupList::Full, GroupList::Used);
+        }
+    }
+}
