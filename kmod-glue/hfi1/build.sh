@@ -111,7 +111,7 @@ echo "hfi1/build.sh: routed ${ROUTED[*]} ${STATEFUL[*]}"
 
 cp "$here/Kbuild" "$here/hfi1_tid_route.c" "$here/hfi1_tid_route.h" "$here/hfi1_tid_svc.h" \
    "$here/hfi1_tid_diff.c" "$here/hfi1_tid_sdiff.c" "$here/hfi1_tid_sdiff_run.c" \
-   "$here/hfi1_tid_sdiff_cmp.c" "$here/hfi1_tid_sdiff.h" \
+   "$here/hfi1_tid_sdiff_cmp.c" "$here/hfi1_tid_sdiff.h" "$here/hfi1_tid_testparam.h" \
    "$here/hfi1_tid_layout.c" "$glue/include/hfi1_tid.h" "$glue/include/hfi1_tid_layout.h" "$src/"
 cp "$glue/kbuild/glue.c" "$src/hfi1_tid_glue.c"
 cp "$glue/kbuild/glue.h" "$src/glue.h"

@@ -27,6 +27,7 @@
 #include "tid_rdma.h"
 #include "trace.h"
 #include "hfi1_tid_route.h"
+#include "hfi1_tid_testparam.h"
 
 #define DIFF "hfi1_tid_diff"
 #define POOL_BLOCKS 4
@@ -48,10 +49,7 @@ static u64 rng;
 
 static u64 rnd(void)
 {
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545F4914F6CDD1DULL;
+	return hfi1_tid_xorshift(&rng);
 }
 
 static u32 rnd_below(u32 n)
@@ -392,22 +390,5 @@ static void run_diff(unsigned long cases)
 	pr_info("%s: %lu passed, %lu failed\n", DIFF, passed, failed);
 }
 
-static unsigned long tid_diff;
-
-static int tid_diff_set(const char *val, const struct kernel_param *kp)
-{
-	int ret = param_set_ulong(val, kp);
-
-	if (!ret && tid_diff)
-		run_diff(tid_diff);
-	return ret;
-}
-
-static const struct kernel_param_ops tid_diff_ops = {
-	.set = tid_diff_set,
-	.get = param_get_ulong,
-};
-
-module_param_cb(tid_diff, &tid_diff_ops, &tid_diff, 0644);
-MODULE_PARM_DESC(tid_diff,
-		 "run the Rust-vs-original differential test with N cases per function (0: off)");
+HFI1_TID_RUN_PARAM(tid_diff, run_diff,
+		   "run the Rust-vs-original differential test with N cases per function (0: off)");

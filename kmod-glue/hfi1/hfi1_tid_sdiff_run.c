@@ -82,6 +82,7 @@
 #include "trace.h"
 #include "hfi1_tid.h"
 #include "hfi1_tid_route.h"
+#include "hfi1_tid_testparam.h"
 #include "hfi1_tid_sdiff.h"
 
 
@@ -94,10 +95,7 @@ static u64 rng;
 
 static u64 rnd(void)
 {
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545F4914F6CDD1DULL;
+	return hfi1_tid_xorshift(&rng);
 }
 
 static u32 rnd_below(u32 n)
@@ -474,22 +472,5 @@ out:
 	vfree(t);
 }
 
-static unsigned long tid_sdiff;
-
-static int tid_sdiff_set(const char *val, const struct kernel_param *kp)
-{
-	int ret = param_set_ulong(val, kp);
-
-	if (!ret && tid_sdiff)
-		run_sdiff(tid_sdiff);
-	return ret;
-}
-
-static const struct kernel_param_ops tid_sdiff_ops = {
-	.set = tid_sdiff_set,
-	.get = param_get_ulong,
-};
-
-module_param_cb(tid_sdiff, &tid_sdiff_ops, &tid_sdiff, 0644);
-MODULE_PARM_DESC(tid_sdiff,
-		 "run the stateful differential test of the routed functions for N operations (0: off)");
+HFI1_TID_RUN_PARAM(tid_sdiff, run_sdiff,
+		   "run the stateful differential test of the routed functions for N operations (0: off)");

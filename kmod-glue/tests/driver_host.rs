@@ -481,28 +481,26 @@ impl World {
     }
 }
 
+/// The bus addresses mapped, unmapped and programmed into the RcvArray,
+/// in order.
 fn maps(log: &[Ev]) -> Vec<u64> {
-    log.iter()
-        .filter_map(|e| match e {
-            Ev::Map { bus, .. } => Some(*bus),
-            _ => None,
-        })
-        .collect()
+    pick(log, |e| matches!(e, Ev::Map { .. }))
 }
 
 fn unmaps(log: &[Ev]) -> Vec<u64> {
-    log.iter()
-        .filter_map(|e| match e {
-            Ev::Unmap { bus, .. } => Some(*bus),
-            _ => None,
-        })
-        .collect()
+    pick(log, |e| matches!(e, Ev::Unmap { .. }))
 }
 
 fn programmed(log: &[Ev]) -> Vec<u64> {
+    pick(log, |e| matches!(e, Ev::PutTid { pa, .. } if *pa != 0))
+}
+
+fn pick(log: &[Ev], f: impl Fn(&Ev) -> bool) -> Vec<u64> {
     log.iter()
+        .filter(|e| f(e))
         .filter_map(|e| match e {
-            Ev::PutTid { pa, .. } if *pa != 0 => Some(*pa),
+            Ev::Map { bus, .. } | Ev::Unmap { bus, .. } => Some(*bus),
+            Ev::PutTid { pa, .. } => Some(*pa),
             _ => None,
         })
         .collect()
