@@ -252,15 +252,6 @@ void sd_ops_init(void)
 
 /* ---- The worlds --------------------------------------------------------- */
 
-/*
- * Named lock classes, so that lockdep's record of the order the routed and
- * the original functions take these locks in (s_lock, then exp_lock) can
- * be read back from /proc/lockdep by name. Both worlds share them: the
- * order must hold for either.
- */
-static struct lock_class_key sd_s_lock_key;
-static struct lock_class_key sd_exp_lock_key;
-
 static void sd_never(struct work_struct *work)
 {
 	WARN_ONCE(1, "%s: a trigger work item reached a workqueue\n", SD);
@@ -295,9 +286,12 @@ int sd_world_create(struct sd_world *w, bool rust, u32 ngroups, u32 pmtu)
 	rcd->numa_id = 0;
 	rcd->expected_base = 64;
 	rcd->expected_count = ngroups * 8;
+	/*
+	 * The driver's own init expressions, so lockdep names these classes
+	 * as the driver's (&qp->s_lock, &rcd->exp_lock) and records the
+	 * order both worlds take them in.
+	 */
 	spin_lock_init(&rcd->exp_lock);
-	lockdep_set_class_and_name(&rcd->exp_lock, &sd_exp_lock_key,
-				   "hfi1_tid_sdiff_exp_lock");
 	hfi1_exp_tid_group_init(rcd);
 	INIT_LIST_HEAD(&rcd->flow_queue.queue_head);
 	INIT_LIST_HEAD(&rcd->rarr_queue.queue_head);
@@ -318,8 +312,6 @@ int sd_world_create(struct sd_world *w, bool rust, u32 ngroups, u32 pmtu)
 		atomic_set(&qp->refcount, 1);
 		init_waitqueue_head(&qp->wait);
 		spin_lock_init(&qp->s_lock);
-		lockdep_set_class_and_name(&qp->s_lock, &sd_s_lock_key,
-					   "hfi1_tid_sdiff_s_lock");
 		qp->ibqp.qp_num = 0x100 + i;
 		qp->ibqp.device = &dd->verbs_dev.rdi.ibdev;
 		qp->port_num = 1;

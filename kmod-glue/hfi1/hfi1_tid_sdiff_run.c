@@ -54,11 +54,11 @@
  * tested on the software platform (tid-flow's regressions) and on the
  * driver platform's host test (kmod-glue).
  *
- * Locks are the driver's: each QP's s_lock and the context's exp_lock,
- * in lock classes of their own (hfi1_tid_sdiff_s_lock,
- * hfi1_tid_sdiff_exp_lock, so the debug kernel's /proc/lockdep names
- * them), and every operation is called as the driver calls it, with the
- * QP's s_lock held, so lockdep records the dependency both worlds make.
+ * Locks are the driver's: each QP's s_lock and the context's exp_lock are
+ * initialised with the driver's own expressions, so lockdep names their
+ * classes as the driver's (&qp->s_lock, &rcd->exp_lock), and every
+ * operation is called as the driver calls it, with the QP's s_lock held,
+ * so lockdep records the dependency both worlds make.
  *
  * The test runs while the parameter is parsed, before the driver's init,
  * so it needs no device; it points hfi1_tid_svc at its recording services

@@ -16,12 +16,11 @@
 #   hfi1    the rebuilt hfi1.ko, built against the debug kernel, with the
 #           debug kernel's own ib_core, ib_uverbs, rdmavt and i2c-algo-bit
 #           (hfi1-test.sh, TID_DIFF_CASES cases, default 20000, and
-#           TID_SDIFF_OPS stateful operations, default 20000): the same
-#           checks, and lockdep must have recorded the stateful group's
-#           s_lock -> exp_lock (hfi1_tid_sdiff_s_lock ->
-#           hfi1_tid_sdiff_exp_lock, the classes the twin worlds' locks are
-#           given), taken by the driver's own C and the routed Rust alike,
-#           and never the reverse
+#           TID_SDIFF_OPS stateful operations, default 100000): the same
+#           checks, and lockdep must have recorded the driver's own
+#           &qp->s_lock -> &rcd->exp_lock (the classes of the twin worlds'
+#           locks, initialised as the driver initialises them), taken by
+#           the driver's C and the routed Rust alike, and never the reverse
 #   demo    the LOCKDEP_DEMO=1 variant on the debug kernel: the module also
 #           takes an exp_lock and then an s_lock of the kernel platform
 #           (KernelSpinLock), going around the lock-order types through an
@@ -46,8 +45,8 @@
 # must have made lockdep record s_lock -> exp_lock, and never the reverse.
 #
 # Usage: lockdep-test.sh [--debug-only]
-# Environment: TID_DIFF_CASES and TID_SDIFF_OPS for the hfi1 boot (default
-# 20000 each).
+# Environment: TID_DIFF_CASES (default 20000) and TID_SDIFF_OPS (default
+# 100000) for the hfi1 boot.
 # Logs stay in kmod-glue/build/lockdep-test/<boot>.log.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -55,8 +54,10 @@ glue="$(dirname "$here")"
 name=hfi1_tid_selftest
 s_class=hfi1_tid_qp_s_lock
 exp_class=hfi1_tid_rcd_exp_lock
-sd_s_class=hfi1_tid_sdiff_s_lock
-sd_exp_class=hfi1_tid_sdiff_exp_lock
+# The driver's classes, as lockdep names them (with a #N when another
+# class has the same name).
+sd_s_class='&qp->s_lock(#[0-9]+)?'
+sd_exp_class='&rcd->exp_lock(#[0-9]+)?'
 
 debian=1
 case "${1:-}" in
@@ -89,7 +90,7 @@ reports='WARNING:|BUG:|Oops|Call Trace|possible circular|inconsistent lock state
 probe=$(
 	cat <<'PROBE'
 if [ -r /proc/lockdep ]; then
-busybox awk '/ FD: *[0-9]+ BD: *[0-9]+ / { c = ($NF ~ /^hfi1_tid_/) ? $NF : ""; if (c != "") print "GUEST: lockdep class " c; next }
+busybox awk '/ FD: *[0-9]+ BD: *[0-9]+ / { c = ($NF ~ /^(hfi1_tid_|&qp->s_lock|&rcd->exp_lock)/) ? $NF : ""; if (c != "") print "GUEST: lockdep class " c; next }
 /^ -> / && c != "" { print "GUEST: lockdep dep " c " -> " $NF }' /proc/lockdep
 else echo "GUEST: no /proc/lockdep"; fi
 PROBE
@@ -151,10 +152,10 @@ judge_clean() {
 judge_hfi1() {
 	local log=$1 ok=0
 	judge_checkers "$@" || ok=1
-	grep -q "GUEST: lockdep dep $sd_s_class -> $sd_exp_class" "$log" ||
-		{ echo "lockdep recorded no $sd_s_class -> $sd_exp_class dependency"; ok=1; }
-	! grep -q "GUEST: lockdep dep $sd_exp_class -> $sd_s_class" "$log" ||
-		{ echo "lockdep recorded $sd_exp_class -> $sd_s_class"; ok=1; }
+	grep -Eq "GUEST: lockdep dep $sd_s_class -> $sd_exp_class" "$log" ||
+		{ echo "lockdep recorded no &qp->s_lock -> &rcd->exp_lock dependency"; ok=1; }
+	! grep -Eq "GUEST: lockdep dep $sd_exp_class -> $sd_s_class" "$log" ||
+		{ echo "lockdep recorded &rcd->exp_lock -> &qp->s_lock"; ok=1; }
 	return $ok
 }
 
@@ -297,7 +298,7 @@ say "boot hfi1: rebuilt hfi1.ko on the debug kernel"
 if KDIR="$KDIR" OUT="$hfi1_out" bash "$glue/hfi1/build.sh" >"$logs/hfi1-build.out" 2>&1; then
 	if KDIR="$KDIR" KERNEL_IMAGE="$KERNEL_IMAGE" KERNEL_MODULES="$KERNEL_MODULES" GUEST_POWEROFF=reboot \
 		MODULE="$hfi1_out/hfi1.ko" KEEP_LOG="$logs/hfi1.log" TID_DIFF_CASES="${TID_DIFF_CASES:-20000}" \
-		TID_SDIFF_OPS="${TID_SDIFF_OPS:-20000}" GUEST_WHILE_LOADED="$probe" \
+		TID_SDIFF_OPS="${TID_SDIFF_OPS:-100000}" GUEST_WHILE_LOADED="$probe" \
 		bash "$here/hfi1-test.sh"; then
 		hfi1_kos=("$hfi1_out/hfi1.ko")
 		for d in infiniband/core/ib_core infiniband/core/ib_uverbs infiniband/sw/rdmavt/rdmavt i2c/algos/i2c-algo-bit; do

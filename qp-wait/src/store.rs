@@ -17,6 +17,16 @@
 //! unlinks it from whichever queue holds it, and the dequeue is counted on
 //! the queue the caller names (see [`dequeue`] and [`flush`]).
 //!
+//! # Where this departs from the driver
+//!
+//! Once: [`flush`] wakes the QP that becomes the head of the queue the
+//! flushed QP led. The driver's `hfi1_tid_rdma_flush_wait()` wakes nobody,
+//! which strands that QP and every QP behind it when the flushed head's
+//! pending trigger work was the only wake-up left (see [`flush`]). Test:
+//! `tid-flow/tests/regressions.rs` `a_flush_wakes_every_waiter`; the
+//! rebuilt `hfi1.ko`'s differential test models exactly this extra
+//! wake-up. Everything else here is the driver's behaviour.
+//!
 //! # Locking
 //!
 //! A store is the context's `exp_lock`-guarded state: `&S` / `&mut S` are
