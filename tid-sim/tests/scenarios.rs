@@ -14,8 +14,9 @@ fn run(o: &Options) -> Report {
     )
 }
 
-/// A segment of scattered pages takes up to 64 RcvArray entries (65 with
-/// a filler): a context needs at least 9 groups to hold one.
+/// A segment of scattered pages takes one RcvArray entry per page, 64 for
+/// a full 256 KiB segment: a context needs at least 8 groups to hold one
+/// (`cli::min_groups`).
 fn opts(qps: u32, bytes: u64, request: u64, groups: u32, mtu: u32, seed: u64) -> Options {
     Options {
         qps,
