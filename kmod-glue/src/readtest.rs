@@ -18,9 +18,11 @@
 //! software chip) and the responder's QPs (context 2 in their parameters;
 //! a READ responder only sends), [`QPS`] connected QP pairs, each reading
 //! [`READS`] buffers of different sizes (one page up to two segments)
-//! from the responder's memory region into scattered pages. With the
-//! group count chosen, the requesters run out of RcvArray space and wait
-//! for each other on the RcvArray queue.
+//! from the responder's memory region into scattered pages, every one a
+//! TID READ (the test lowers the kernel's 256 KiB threshold to a page:
+//! it is about the TID path; the plain READ path runs in tid-sim and the
+//! engine tests). With the group count chosen, the requesters run out of
+//! RcvArray space and wait for each other on the RcvArray queue.
 //!
 //! The harness (packet queues, the software chip's memory, QP references)
 //! allocates with the ordinary infallible `alloc` collections: it only
@@ -202,9 +204,9 @@ impl Run {
         !ran.is_empty()
     }
 
-    /// Delivers the responders' packets: READ_RESPs through the chip's
-    /// expected receive, ACKs to the requester; completed READs are
-    /// checked and more are posted.
+    /// Delivers the responders' packets: TID READ_RESPs through the
+    /// chip's expected receive, ACKs and plain READ responses to the
+    /// requester; completed READs are checked and more are posted.
     fn deliver_to_requesters(&mut self, root: &mut LockToken<'_, Unlocked>) -> bool {
         let mut progress = false;
         while let Some(bytes) = self.nodes.to_requesters.pop() {
@@ -218,7 +220,7 @@ impl Run {
                     }
                     qp
                 }
-                Arrival::Ack { qp, .. } => qp,
+                Arrival::Ack { qp, .. } | Arrival::ReadResponse { qp, .. } => qp,
                 _ => {
                     self.res.errors += 1;
                     continue;
@@ -291,6 +293,7 @@ pub unsafe extern "C" fn hfi1_tid_read_test(out: *mut ReadTestResult) -> i32 {
         qps: QPS,
         groups: REQ_GROUPS,
         region_len: u64::from(READ_BYTES.iter().sum::<u32>()),
+        tid_read_min: PAGE_SIZE,
         ..Setup::default()
     };
     let Some(nodes) = TwoNodes::new(setup) else {

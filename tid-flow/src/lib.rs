@@ -77,7 +77,7 @@
 //! | function | needs | takes |
 //! |---|---|---|
 //! | [`setup_hw_flow`], [`clear_hw_flow`], [`regenerate_hw_flow`] | the QP's `s_lock` ([`QpLocked`]) | `exp_lock` |
-//! | [`exp_rcv_setup`], [`exp_rcv_clear`], [`exp_rcv_clear_all`] | the QP's `s_lock` ([`QpLocked`], `&mut TidRequest`) | `exp_lock` |
+//! | [`exp_rcv_setup`], [`exp_rcv_clear`], [`exp_rcv_clear_all`], [`exp_rcv_retire`], [`release_retired`] | the QP's `s_lock` ([`QpLocked`], `&mut TidRequest`) | `exp_lock` |
 //! | [`TidRequest::alloc_flows`], [`TidRequest::clean_swqe`], [`TidRequest::find_flow_ib`] | the QP's `s_lock` (`&mut`/`&` of the request) | nothing |
 //! | [`HwFlows`] methods | `exp_lock` (`&mut HwFlows` from the guard) | nothing |
 //! | `qp_wait::flush_wait` (QP reset/destroy) | the QP's `s_lock` guard | `exp_lock` (pass [`RcvCtxt::exp_lock`]) |
@@ -114,6 +114,7 @@ extern crate alloc;
 
 mod ctxt;
 pub mod flows;
+pub mod retire;
 pub mod segment;
 pub mod setup;
 #[cfg(feature = "sim")]
@@ -125,6 +126,7 @@ pub use ctxt::{
     setup_hw_flow_with,
 };
 pub use flows::{FlowStore, HwFlows, NoFreeFlow, QpFlow, QpFlowState};
+pub use retire::{Retired, exp_rcv_retire, release_retired};
 pub use segment::{
     FlowRecord, FlowRing, SegmentPsns, Sge, SgeCursor, SgeWalk, TidRequest, exp_rcv_clear,
     exp_rcv_clear_all, exp_rcv_setup, ring_count, ring_next, ring_space,

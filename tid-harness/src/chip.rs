@@ -1,19 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! The requester's receive path on the software chip: the chip's expected
-//! receive of one READ_RESP (placement, flow checks, header suppression)
-//! and, if the chip hands the packet to software, the requester's receive
-//! with the chip's error and its flow register read after the packet.
-//! Every harness that plays a fabric receives READ_RESPs through here.
+//! receive of one TID READ_RESP (placement, flow checks, header
+//! suppression) and, if the chip hands the packet to software, the
+//! requester's receive with the chip's error; and the eager receive of
+//! everything else (software copies a plain READ response into the
+//! READ's buffer through [`DestMemory`]). Every harness that plays a
+//! fabric receives READ responses through here.
 
 use hfi1_hal::FlowPsn;
-use hfi1_hal::platform::FlowTable;
 use hfi1_hal::sim::{ExpectedOutcome, ExpectedPacket, RcvError, SimContext, SimMemory};
 use qp_wait::SGuard;
 use tid_flow::{FlowPlatform, RcvCtxt};
 use tid_read_proto::qp::{self, TidQp};
-use tid_read_proto::rc::EngineError;
-use tid_read_proto::requester::{ChipFlow, KdethError, RespVerdict};
+use tid_read_proto::rc::{EngineError, LocalMemory};
+use tid_read_proto::requester::{KdethError, RespVerdict};
 use tid_read_proto::wire::read_resp;
+
+/// The requester node's memory as the place software copies eager data
+/// to (a plain READ response). Kernel: the kernel virtual addresses
+/// `rvt_copy_sge()` writes through.
+#[derive(Debug)]
+pub struct DestMemory<'a>(pub &'a mut SimMemory);
+
+impl LocalMemory for DestMemory<'_> {
+    fn write(&mut self, addr: u64, data: &[u8]) -> bool {
+        self.0.write(addr, data).is_ok()
+    }
+}
 
 /// The requester's name for an error the software chip reported.
 pub fn kdeth_error(e: RcvError) -> KdethError {
@@ -59,10 +72,10 @@ pub fn receive_read_resp<P>(
 where
     P: FlowPlatform<Chip = SimContext, Ext = TidQp<P>>,
 {
-    let (o, chip) = {
+    let o = {
         let (_, tok) = g.parts();
         let mut e = rcd.exp_lock.lock(tok);
-        let o = e.chip.receive_expected(
+        e.chip.receive_expected(
             mem,
             ExpectedPacket {
                 dest_qp: pkt.dest_qp,
@@ -70,21 +83,11 @@ where
                 kdeth0: pkt.hdr.kdeth.kdeth0,
                 payload: pkt.payload,
             },
-        );
-        let next = e.chip.read_flow(o.flow).next_psn();
-        (o, ChipFlow { flow: o.flow, next })
+        )
     };
     if !o.delivered {
         return (o, None);
     }
-    let v = qp::receive_read_resp(
-        rcd,
-        qp,
-        g,
-        pkt.psn,
-        pkt.hdr,
-        o.error.map(kdeth_error),
-        Some(chip),
-    );
+    let v = qp::receive_read_resp(rcd, qp, g, pkt.psn, pkt.hdr, o.error.map(kdeth_error));
     (o, Some(v))
 }

@@ -66,9 +66,9 @@ fn read_pair_smoke() {
     );
 }
 
-/// Replays the inputs under `tid-read-proto/fuzz/regressions/<target>/` whose name
-/// starts with `open-` (`open`) or not (`fixed`); returns how many ran.
-fn replay(open: bool) -> usize {
+/// Replays every input under `tid-read-proto/fuzz/regressions/<target>/`;
+/// returns how many ran.
+fn replay() -> usize {
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tid-read-proto/fuzz/regressions");
     let mut ran = 0;
@@ -83,10 +83,6 @@ fn replay(open: bool) -> usize {
         let mut files: Vec<_> = files.map(|f| f.unwrap().path()).collect();
         files.sort();
         for f in files {
-            let name = f.file_name().unwrap().to_string_lossy().into_owned();
-            if name.starts_with("open-") != open {
-                continue;
-            }
             let data = std::fs::read(&f).unwrap();
             println!("{target}: {}", f.display());
             run(mode, &data);
@@ -97,27 +93,49 @@ fn replay(open: bool) -> usize {
     ran
 }
 
-/// Replays every fixed finding kept under
-/// `tid-read-proto/fuzz/regressions/<target>/`: the responder serves a
-/// re-armed ack-queue entry without moving its send pointer back
-/// (`tid_rdma_rcv_error()`: the `read_pair` ack-queue-full inputs fail
-/// with the pointer rewound as the driver rewinds it), and the requester
-/// reads the chip's flow register for dropped packets too
-/// (`hfi1_rc_rcv_tid_rdma_read_resp()`:
-/// `requester_rx/stuck-register-past-segment-end`, a forged copy of a
-/// one-packet segment taken in sequence by the chip but dropped by the IB
-/// PSN check, sticks with both of those reads taken out).
+/// Replays every finding kept under
+/// `tid-read-proto/fuzz/regressions/<target>/`, each passing every check
+/// of the interpreter. What each pins, and what it showed with its rule
+/// taken out (checked unless said otherwise):
+///
+/// - `read_pair/ack-queue-full-*`, `read_pair/stuck-segment-*`: the
+///   responder's rewind of its send pointer on a duplicate
+///   (`tid_rdma_rcv_error()`); they failed with the pointer rewound as
+///   the driver rewinds it before the engines ran the kernel's whole rule.
+/// - `read_pair/ack-queue-full-after-stale-duplicates`: the shared finding
+///   `read_pair-ack-queue-after-restart` (issue 13, item 19). With the
+///   engines as the kernel runs them this schedule no longer reaches the
+///   full ack queue (it completes every READ); the kernel's refusal it
+///   found is pinned by `engine_responder`'s
+///   `stale_duplicates_fill_the_ack_queue_as_in_the_kernel`, and the
+///   outcomes the kernel then allows by the interpreter's
+///   `kernel_allows`.
+/// - `read_pair/expiry-skips-a-segment-a-nak-passed`: the expiry restart
+///   from the oldest unfinished TID segment (`rvt_rc_timeout()`): with
+///   the restart from `s_last_psn + 1` its READ completes `RETRY_EXC_ERR`
+///   after 6 faults with a budget of 7.
+/// - `requester_rx/stuck-register-past-segment-end`: the chip's flow
+///   register read for dropped packets too
+///   (`hfi1_rc_rcv_tid_rdma_read_resp()`).
+/// - `requester_rx/livelock-after-drain`: the shared finding of that name
+///   (issue 13); with the engines as the kernel runs them (PSNs at WQE
+///   start, 6.1's completion rule) it no longer loops, budget or not.
+/// - `requester_rx/retry-budget-ends-a-livelock`: the retry budget
+///   (`hfi1_restart_rc()`): with `spend_retry` always succeeding the
+///   fault-free drain never ends.
+/// - `requester_rx/forged-rnr-on-a-response-stops-the-wait`: the send
+///   engine scheduled when an ACK stops the RNR timer (`do_rc_ack()`):
+///   without it the drain is stuck.
+/// - `requester_rx/forged-nak-aeth-on-a-last-packet`: a last packet whose
+///   AETH is no ACK keeps its segment (`hfi1_rc_rcv_tid_rdma_read_resp()`):
+///   with 6.1's order (TIDs freed first) the drain is stuck waiting for
+///   RcvArray entries a later READ holds.
+/// - `requester_rx/forged-nak-aeth-mid-segment-restart`: the same rule,
+///   and a restart finding no segment going on only at the next segment's
+///   first PSN (`hfi1_tid_rdma_restart_req()`): with both taken out the
+///   drain is stuck (a restart inside the segment that is gone); either
+///   one alone saves it.
 #[test]
 fn fuzz_regressions() {
-    replay(false);
-}
-
-/// Replays the open findings (`fuzz/regressions/<target>/open-*`): run it
-/// with `cargo test -p tid-harness --all-features --test fuzz_smoke --
-/// --ignored`; once one passes, drop its `open-` prefix so
-/// `fuzz_regressions` keeps it fixed.
-#[test]
-#[ignore = "replays open fuzz findings; fails until they are fixed"]
-fn open_fuzz_findings() {
-    replay(true);
+    replay();
 }

@@ -9,7 +9,8 @@
 //!    [`wire`] (the bytes of every header, the ICRC, ERF records),
 //!    [`packet`] (framing and parsing whole packets), [`read_req`] and
 //!    [`read_resp`] (what those two packets mean: built from a segment,
-//!    validated, streamed), [`opfn`] and [`qualify`] (what the two sides
+//!    validated, streamed), [`plain_read`] (the IB RDMA READ request and
+//!    responses a READ that is no TID READ goes as), [`opfn`] and [`qualify`] (what the two sides
 //!    agree on and which READs become TID READs).
 //! 2. **The engines**, over one QP's state: [`requester`] and
 //!    [`responder`], on the shared types of [`rc`] (connection,
@@ -101,6 +102,7 @@ extern crate alloc;
 
 pub mod opfn;
 pub mod packet;
+pub mod plain_read;
 pub mod qp;
 pub mod qualify;
 pub mod qualify_write;

@@ -156,6 +156,28 @@ pub const fn local_for_mtu(pmtu: u32, ctxt: u8, jkey: u16, timeout: u8, urg: boo
     }
 }
 
+/// Packets in one full segment of the peer's `max_len`: `max_len >>
+/// log2(pmtu)`, truncated to 16 bits as the driver stores it.
+/// Kernel: `priv->pkts_ps = rvt_div_mtu(qp, remote->max_len)`.
+pub const fn pkts_per_segment(max_len: u32, pmtu: u32) -> u16 {
+    // The driver stores the packet count in a u16.
+    #[allow(clippy::cast_possible_truncation)]
+    let p = crate::qualify::div_mtu(max_len, pmtu) as u16;
+    p
+}
+
+/// How far a TID READ_REQ's retry timer is shifted beyond the QP's
+/// timeout: `ilog2(pkts_per_segment - 1) + 1`, computed in 32 bits as the
+/// driver does (the index of the highest set bit of `n - 1`, plus one; 0
+/// for one-packet segments). Kernel: `priv->timeout_shift`.
+pub const fn timeout_shift(max_len: u32, pmtu: u32) -> u8 {
+    let below = (pkts_per_segment(max_len, pmtu) as u32).wrapping_sub(1);
+    // At most 32.
+    #[allow(clippy::cast_possible_truncation)]
+    let s = (u32::BITS - below.leading_zeros()) as u8;
+    s
+}
+
 /// What the local side keeps about the peer once negotiation succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Remote {
@@ -226,19 +248,10 @@ impl Negotiation {
             return true;
         }
         let params = TidParams::decode(word);
-        let pkts = crate::qualify::div_mtu(params.max_len, pmtu);
-        // The driver stores the packet count in a u16.
-        #[allow(clippy::cast_possible_truncation)]
-        let pkts_per_segment = pkts as u16;
-        // ilog2(n - 1) + 1 computed in 32 bits, as the driver does: it is the
-        // index of the highest set bit of n - 1, plus one (0 for n == 1).
-        let below = u32::from(pkts_per_segment).wrapping_sub(1);
-        #[allow(clippy::cast_possible_truncation)] // at most 32
-        let timeout_shift = (u32::BITS - below.leading_zeros()) as u8;
         self.remote = Some(Remote {
             params,
-            pkts_per_segment,
-            timeout_shift,
+            pkts_per_segment: pkts_per_segment(params.max_len, pmtu),
+            timeout_shift: timeout_shift(params.max_len, pmtu),
         });
         true
     }

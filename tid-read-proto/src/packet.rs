@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! Whole packets of the READ engines: a 9B LRH, the BTH, the TID RDMA
-//! header (or an AETH for an RC ACK/NAK), the payload and the ICRC, built
-//! and parsed with [`crate::wire`]. The READ_REQ and the READ_RESP are
-//! written by their own modules ([`crate::read_req::ReadReq::write_packet`],
-//! [`crate::read_resp::write_packet`]) on the framing here; the RC ACK is
-//! written here ([`build_ack`]).
+//! header (or an AETH for an RC ACK/NAK, a RETH or AETH for a plain RDMA
+//! READ), the payload, the pad and the ICRC, built and parsed with
+//! [`crate::wire`]. The READ_REQ and the READ_RESP are written by their
+//! own modules ([`crate::read_req::ReadReq::write_packet`],
+//! [`crate::read_resp::write_packet`]), the plain READ packets by
+//! [`crate::plain_read`], all on the framing here; the RC ACK is written
+//! here ([`build_ack`]).
 //!
 //! Building writes into a caller's buffer and returns the packet length;
 //! parsing checks the LRH length, the ICRC, the next-header field and
@@ -14,7 +16,8 @@
 use hfi1_hal::Psn;
 use hfi1_hal::consts::{OP_TID_RDMA_READ_REQ, OP_TID_RDMA_READ_RESP};
 
-use crate::wire::{self, aeth, bth, lrh, read_req, read_resp};
+use crate::plain_read::{OP_READ_REQUEST, RespKind};
+use crate::wire::{self, aeth, bth, lrh, read_req, read_resp, reth};
 
 /// RC ACKNOWLEDGE opcode (an ACK or NAK carrying only an AETH).
 /// Kernel: `OP(ACKNOWLEDGE)`.
@@ -71,9 +74,10 @@ pub(crate) struct BthOut {
     pub(crate) psn: Psn,
 }
 
-/// Writes LRH, BTH, `body_len` bytes by `fill` and the ICRC into `buf`;
-/// the packets' own modules ([`crate::read_req`], [`crate::read_resp`])
-/// and [`build_ack`] say what goes after the BTH.
+/// Writes LRH, BTH, `body_len` bytes by `fill`, the pad to a whole word
+/// (the BTH pad count says how many) and the ICRC into `buf`; the packets'
+/// own modules ([`crate::read_req`], [`crate::read_resp`],
+/// [`crate::plain_read`]) and [`build_ack`] say what goes after the BTH.
 pub(crate) fn frame(
     buf: &mut [u8],
     path: Path,
@@ -81,10 +85,8 @@ pub(crate) fn frame(
     body_len: usize,
     fill: impl FnOnce(&mut [u8]) -> Result<(), PacketError>,
 ) -> Result<usize, PacketError> {
-    let len = lrh::HEADER_LEN + bth::HEADER_LEN + body_len + lrh::ICRC_LEN;
-    if len % 4 != 0 {
-        return Err(PacketError::Wire(wire::Error::Malformed("packet length")));
-    }
+    let pad = body_len.wrapping_neg() & 3;
+    let len = lrh::HEADER_LEN + bth::HEADER_LEN + body_len + pad + lrh::ICRC_LEN;
     let buf = buf.get_mut(..len).ok_or(PacketError::NoRoom)?;
     let mut l = lrh::Packet::new_unchecked(&mut *buf);
     lrh::Repr {
@@ -103,7 +105,8 @@ pub(crate) fn frame(
             opcode: b.opcode,
             solicited: false,
             migreq: false,
-            pad_count: 0,
+            // At most 3: the cast keeps it.
+            pad_count: pad as u8,
             tver: 0,
             pkey: DEFAULT_PKEY,
             fecn: false,
@@ -113,11 +116,14 @@ pub(crate) fn frame(
             psn: b.psn,
         }
         .emit(&mut bp)?;
-        let body = bp
+        let (body, tail) = bp
             .payload_mut()
-            .get_mut(..body_len)
+            .split_at_mut_checked(body_len)
             .ok_or(PacketError::NoRoom)?;
         fill(body)?;
+        if let Some(p) = tail.get_mut(..pad) {
+            p.fill(0);
+        }
     }
     l.fill_icrc();
     Ok(len)
@@ -183,6 +189,24 @@ pub enum Parsed<'a> {
         /// The AETH.
         aeth: aeth::Repr,
     },
+    /// A plain RC RDMA READ request.
+    ReadRequest {
+        /// Its BTH.
+        bth: bth::Repr,
+        /// Where to read, the R_Key and the length.
+        reth: reth::Repr,
+    },
+    /// A plain RC RDMA READ response.
+    ReadResponse {
+        /// Its BTH.
+        bth: bth::Repr,
+        /// First, middle, last or only.
+        kind: RespKind,
+        /// The AETH (all but a middle response).
+        aeth: Option<aeth::Repr>,
+        /// The data, without the pad.
+        payload: &'a [u8],
+    },
 }
 
 /// Parses a whole packet (LRH through ICRC).
@@ -210,6 +234,9 @@ pub fn parse(buf: &[u8]) -> Result<(lrh::Repr, Parsed<'_>), PacketError> {
     let rest = after_lrh
         .get(bth::HEADER_LEN..)
         .ok_or(PacketError::Wire(wire::Error::Truncated))?;
+    let rest = rest
+        .get(..rest.len().saturating_sub(usize::from(b.pad_count)))
+        .unwrap_or(&[]);
     let parsed = match b.opcode {
         OP_TID_RDMA_READ_REQ => {
             let p = read_req::Packet::new_checked(rest)?;
@@ -238,9 +265,40 @@ pub fn parse(buf: &[u8]) -> Result<(lrh::Repr, Parsed<'_>), PacketError> {
                 aeth: aeth::Repr::parse(&p)?,
             }
         }
-        op => return Err(PacketError::Opcode(op)),
+        OP_READ_REQUEST => {
+            let p = reth::Packet::new_checked(rest)?;
+            Parsed::ReadRequest {
+                bth: b,
+                reth: reth::Repr::parse(&p)?,
+            }
+        }
+        op => match RespKind::of(op) {
+            Some(kind) => parse_read_response(b, kind, rest)?,
+            None => return Err(PacketError::Opcode(op)),
+        },
     };
     Ok((lr, parsed))
+}
+
+/// The part of [`parse`] after the BTH of a plain READ response.
+fn parse_read_response(
+    b: bth::Repr,
+    kind: RespKind,
+    rest: &[u8],
+) -> Result<Parsed<'_>, PacketError> {
+    let (aeth, payload) = if kind.has_aeth() {
+        let p = aeth::Packet::new_checked(rest)?;
+        let a = aeth::Repr::parse(&p)?;
+        (Some(a), rest.get(aeth::HEADER_LEN..).unwrap_or(&[]))
+    } else {
+        (None, rest)
+    };
+    Ok(Parsed::ReadResponse {
+        bth: b,
+        kind,
+        aeth,
+        payload,
+    })
 }
 
 #[cfg(test)]

@@ -1,37 +1,41 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! A QP's whole TID READ state ([`TidQp`]) and the entry points that take
-//! its `s_lock` guard, as the driver enters the engines: posting, the send
-//! engines, the receive paths, the retry timer and the flush.
+//! A QP's whole READ state ([`TidQp`]) and the entry points that take its
+//! `s_lock` guard, as the driver enters the engines: posting, the send
+//! engines, the receive paths, the two timers and the destroy.
 //!
 //! A platform that runs the engines names [`TidQp`] as its
 //! `WaitPlatform::Ext`; the engines themselves ([`Requester`],
 //! [`Responder`]) take only the parts they use, which [`parts`] lends out
 //! of the guard. What needs the whole guard is done here: taking the
 //! `s_lock` for the send engine, and unwinding the QP's TID wait
-//! (`qp_wait::flush_wait`) when the requester went to the error state.
+//! (`qp_wait::flush_wait`) whenever a call moved the QP to the error state
+//! (a deviation from 6.1, which leaves the wait queues only at reset: an
+//! errored QP at the head of the RcvArray queue would block every QP
+//! behind it until then).
 //!
 //! # Locking
 //!
 //! | function | needs | takes |
 //! |---|---|---|
 //! | [`send_engine`] | nothing (root token) | the QP's `s_lock`, then `exp_lock` |
-//! | [`post_read`], [`timeout`] | the QP's `s_lock` (guard) | nothing |
-//! | [`receive_read_resp`], [`receive_ack`], [`flush`] | the QP's `s_lock` (guard) | `exp_lock` |
-//! | [`receive_read_req`], [`send_responses`] | the QP's `s_lock` (guard) | nothing |
+//! | [`post_read`] | the QP's `s_lock` (guard) | `exp_lock` if the post errors the QP |
+//! | [`receive_read_resp`], [`receive_ack`], [`receive_read_response`], [`timeout`], [`rnr_timeout`], [`flush`] | the QP's `s_lock` (guard) | `exp_lock` |
+//! | [`receive_read_req`], [`receive_plain_read`], [`send_responses`] | the QP's `s_lock` (guard) | nothing |
 
 use hfi1_hal::lock_order::{LockToken, Unlocked};
 use hfi1_hal::{FlowPsn, Psn};
 use qp_wait::{SGuard, SendState};
 use tid_flow::{FlowPlatform, QpFlowState, QpLocked, RcvCtxt};
 
-use crate::rc::{Connection, EngineError, MrTable, PacketSink, SourceData, WcStatus};
-use crate::requester::{AckVerdict, ChipFlow, KdethError, ReadWr, Requester, RespVerdict};
+use crate::plain_read::RespKind;
+use crate::rc::{Connection, EngineError, LocalMemory, MrTable, PacketSink, QpState, SourceData};
+use crate::requester::{AckVerdict, Env, KdethError, ReadWr, Requester, RespVerdict};
 use crate::responder::{ReqVerdict, Responder};
-use crate::wire::{aeth, read_req, read_resp};
+use crate::wire::{aeth, read_req, read_resp, reth};
 
 /// A QP's protocol state under its `s_lock`: the hardware-flow state
-/// `tid-flow` needs, the connection, and both roles.
-/// Kernel: the TID parts of `rvt_qp` and `hfi1_qp_priv`.
+/// `tid-flow` needs, the connection, the QP state both roles share, and
+/// both roles. Kernel: the READ parts of `rvt_qp` and `hfi1_qp_priv`.
 ///
 /// # Locking
 ///
@@ -41,6 +45,8 @@ pub struct TidQp<P: FlowPlatform> {
     pub flow: QpFlowState,
     /// The connection.
     pub conn: Connection,
+    /// The QP's state. Kernel: `qp->state`.
+    pub state: QpState,
     /// The requester side.
     pub requester: Requester<P>,
     /// The responder side.
@@ -52,17 +58,20 @@ impl<P: FlowPlatform> core::fmt::Debug for TidQp<P> {
         f.debug_struct("TidQp")
             .field("flow", &self.flow)
             .field("conn", &self.conn)
+            .field("state", &self.state)
             .finish_non_exhaustive()
     }
 }
 
 impl<P: FlowPlatform> TidQp<P> {
-    /// A connected QP with empty queues; both PSN spaces start at `psn`.
+    /// A connected QP ready to send with empty queues; both PSN spaces
+    /// start at `psn`.
     pub fn new(conn: Connection, psn: Psn) -> Self {
         Self {
             flow: QpFlowState::default(),
+            requester: Requester::new(&conn, psn),
             conn,
-            requester: Requester::new(psn),
+            state: QpState::Rts,
             responder: Responder::new(psn),
         }
     }
@@ -86,6 +95,8 @@ pub struct Parts<'a, 't, P: FlowPlatform> {
     pub locked: QpLocked<'a, 't>,
     /// The connection.
     pub conn: &'a Connection,
+    /// The QP's state.
+    pub state: &'a mut QpState,
     /// The requester side.
     pub requester: &'a mut Requester<P>,
     /// The responder side.
@@ -97,20 +108,57 @@ pub fn parts<'a, 't, P>(g: &'a mut SGuard<'t, P>) -> Parts<'a, 't, P>
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let (state, token) = g.parts();
-    let SendState { flags, ext } = state;
+    let (st, token) = g.parts();
+    let SendState { flags, ext } = st;
     let TidQp {
         flow,
         conn,
+        state,
         requester,
         responder,
     } = ext;
     Parts {
         locked: QpLocked { flags, flow, token },
         conn,
+        state,
         requester,
         responder,
     }
+}
+
+/// Runs `f` on the requester with its [`Env`]; if it moved the QP to the
+/// error state, the QP then leaves its TID wait.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); what `f` takes, then `exp_lock` through
+/// `qp-wait`.
+fn with_requester<P, T>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    f: impl FnOnce(&mut Requester<P>, &mut Env<'_, '_, P>) -> T,
+) -> T
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let (out, errored) = {
+        let p = parts(g);
+        let before = *p.state;
+        let mut env = Env {
+            rcd,
+            qp,
+            locked: p.locked,
+            conn: p.conn,
+            state: p.state,
+        };
+        let out = f(p.requester, &mut env);
+        (out, before.receives() && !env.state.receives())
+    };
+    if errored {
+        qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
+    }
+    out
 }
 
 /// Posts an RDMA READ: [`Requester::post_read`].
@@ -131,12 +179,11 @@ pub fn post_read<P>(
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let p = parts(g);
-    p.requester.post_read(rcd, qp, p.conn, wr)
+    with_requester(rcd, qp, g, |r, env| r.post_read(env, wr))
 }
 
 /// The requester's send engine: takes the QP's `s_lock` and sends every
-/// READ_REQ it can ([`Requester::send_requests`]). Kernel:
+/// request packet it can ([`Requester::send_requests`]). Kernel:
 /// `hfi1_do_send()` → `hfi1_make_rc_req()`.
 ///
 /// # Locking
@@ -157,16 +204,12 @@ where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
     let mut g = qp.s_lock.lock(root);
-    let p = parts(&mut g);
-    p.requester.send_requests(rcd, qp, p.locked, p.conn, sink)
+    with_requester(rcd, qp, &mut g, |r, env| r.send_requests(env, sink))
 }
 
-/// Receives a READ_RESP the chip delivered to software
-/// ([`Requester::receive_read_resp`]); if the requester lost track, the
-/// QP also leaves its TID wait, and the packet counts as
-/// [`RespVerdict::Dropped`] (the completions in error show the rest).
-/// Kernel: `hfi1_rc_rcv_tid_rdma_read_resp()` (with `rvt_rc_error()` when
-/// no flow is found).
+/// Receives a TID READ_RESP the chip delivered to software
+/// ([`Requester::receive_read_resp`]). Kernel:
+/// `hfi1_rc_rcv_tid_rdma_read_resp()`, `hfi1_handle_kdeth_eflags()`.
 ///
 /// # Locking
 ///
@@ -180,67 +223,96 @@ pub fn receive_read_resp<P>(
     rcd: &RcvCtxt<P>,
     qp: &P::Ref,
     g: &mut SGuard<'_, P>,
-    bth_psn: FlowPsn,
+    kpsn: FlowPsn,
     hdr: &read_resp::Repr,
     error: Option<KdethError>,
-    chip: Option<ChipFlow>,
 ) -> Result<RespVerdict, EngineError>
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let p = parts(g);
-    let v = p
-        .requester
-        .receive_read_resp(rcd, qp, p.locked, bth_psn, hdr, error, chip);
-    if v != Ok(RespVerdict::LostTrack) {
-        return v;
-    }
-    qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
-    Ok(RespVerdict::Dropped)
+    with_requester(rcd, qp, g, |r, env| {
+        r.receive_read_resp(env, kpsn, hdr, error)
+    })
 }
 
-/// Receives an RC ACK or NAK ([`Requester::receive_ack`]); after a fatal
-/// NAK the QP also leaves its TID wait. Kernel: `do_rc_ack()`.
+/// Receives an RC ACK or NAK with PSN `psn` ([`Requester::receive_ack`]).
+/// Kernel: `rc_rcv_resp()` → `do_rc_ack()`.
 ///
 /// # Locking
 ///
-/// The QP's `s_lock` held (`g`); a fatal NAK takes `exp_lock` through
-/// `tid-flow` and `qp-wait`.
+/// The QP's `s_lock` held (`g`); takes `exp_lock` through `tid-flow` and
+/// `qp-wait` when it errors the QP.
 pub fn receive_ack<P>(
     rcd: &RcvCtxt<P>,
     qp: &P::Ref,
     g: &mut SGuard<'_, P>,
+    psn: Psn,
     a: &aeth::Repr,
 ) -> AckVerdict
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let p = parts(g);
-    let v = p.requester.receive_ack(rcd, qp, p.locked, a);
-    if v == AckVerdict::Fatal {
-        qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
-    }
-    v
+    with_requester(rcd, qp, g, |r, env| r.receive_ack(env, psn, a))
 }
 
-/// The retry timer expired: [`Requester::timeout`].
-/// Kernel: `hfi1_rc_timeout()`.
+/// Receives a plain RDMA READ response, copying its data into `mem`
+/// ([`Requester::receive_read_response`]). Kernel: `rc_rcv_resp()`.
 ///
 /// # Locking
 ///
-/// The QP's `s_lock` held (`g`).
+/// The QP's `s_lock` held (`g`); takes `exp_lock` through `tid-flow` and
+/// `qp-wait` when it errors the QP.
+#[allow(clippy::too_many_arguments)]
+pub fn receive_read_response<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    psn: Psn,
+    kind: RespKind,
+    a: Option<aeth::Repr>,
+    payload: &[u8],
+    mem: &mut impl LocalMemory,
+) -> bool
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    with_requester(rcd, qp, g, |r, env| {
+        r.receive_read_response(env, psn, kind, a, payload, mem)
+    })
+}
+
+/// The retry timer expired: [`Requester::timeout`].
+/// Kernel: `rvt_rc_timeout()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` when the budget is
+/// spent.
 pub fn timeout<P>(rcd: &RcvCtxt<P>, qp: &P::Ref, g: &mut SGuard<'_, P>) -> bool
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    g.ext.requester.timeout(rcd, qp)
+    with_requester(rcd, qp, g, |r, env| r.timeout(env))
 }
 
-/// Flushes the QP (reset or destroy): every request's segments are torn
-/// down and its flow records freed, each request completes as flushed,
-/// the hardware flow is released and any TID wait is unwound.
-/// Kernel: `hfi1_qp_kern_exp_rcv_clear_all()` + `hfi1_kern_clear_hw_flow()`
-/// + `hfi1_tid_rdma_flush_wait()`.
+/// The RNR timer expired: [`Requester::rnr_timeout`].
+/// Kernel: `rvt_rc_rnr_retry()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`).
+pub fn rnr_timeout<P>(rcd: &RcvCtxt<P>, qp: &P::Ref, g: &mut SGuard<'_, P>) -> bool
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    with_requester(rcd, qp, g, |r, env| r.rnr_timeout(env))
+}
+
+/// Destroys the QP's requester state (reset or destroy): every READ not
+/// completed completes flushed, every TID, flow, flow record and DMA
+/// mapping comes back, and any TID wait is unwound.
+/// Kernel: `rvt_reset_qp()` → `hfi1_qp_kern_exp_rcv_clear_all()` +
+/// `hfi1_kern_clear_hw_flow()` + `hfi1_tid_rdma_flush_wait()`.
 ///
 /// # Locking
 ///
@@ -250,14 +322,11 @@ pub fn flush<P>(rcd: &RcvCtxt<P>, qp: &P::Ref, g: &mut SGuard<'_, P>)
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let p = parts(g);
-    let status = WcStatus::Flushed;
-    p.requester
-        .flush_requests(rcd, qp, p.locked, status, status);
+    with_requester(rcd, qp, g, |r, env| r.destroy(env));
     qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
 }
 
-/// Receives a READ_REQ: [`Responder::receive_read_req`].
+/// Receives a TID READ_REQ: [`Responder::receive_read_req`].
 /// Kernel: `hfi1_rc_rcv_tid_rdma_read_req()`.
 ///
 /// # Locking
@@ -274,9 +343,36 @@ where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
     let TidQp {
-        conn, responder, ..
+        conn,
+        state,
+        responder,
+        ..
     } = &mut g.ext;
-    responder.receive_read_req(conn, psn, hdr, payload, mrs)
+    responder.receive_read_req(conn, state, psn, hdr, payload, mrs)
+}
+
+/// Receives a plain RDMA READ request: [`Responder::receive_plain_read`].
+/// Kernel: `hfi1_rc_rcv()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`).
+pub fn receive_plain_read<P>(
+    g: &mut SGuard<'_, P>,
+    psn: Psn,
+    r: &reth::Repr,
+    mrs: &impl MrTable,
+) -> ReqVerdict
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let TidQp {
+        conn,
+        state,
+        responder,
+        ..
+    } = &mut g.ext;
+    responder.receive_plain_read(conn, state, psn, r, mrs)
 }
 
 /// The responder's send engine: [`Responder::send_responses`].
@@ -300,7 +396,10 @@ where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
     let TidQp {
-        conn, responder, ..
+        conn,
+        state,
+        responder,
+        ..
     } = &mut g.ext;
-    responder.send_responses(conn, src, mrs, sink, budget)
+    responder.send_responses(conn, *state, src, mrs, sink, budget)
 }

@@ -156,9 +156,7 @@ pub struct TidReadPlan {
 /// True if every SGE starts on a page boundary and is a whole number of
 /// pages. Kernel: `hfi1_check_sge_align()`.
 pub fn sges_aligned(sges: &[Sge]) -> bool {
-    let mask = u64::from(PAGE_SIZE - 1);
-    sges.iter()
-        .all(|s| s.vaddr & mask == 0 && u64::from(s.length) & mask == 0)
+    sge_list_aligned(sges.iter().map(|s| (s.vaddr, s.length)))
 }
 
 /// The gates READ and WRITE share, in the driver's order: the peer is not
@@ -178,13 +176,32 @@ pub(crate) fn path_gates<'a>(path: &Path<'a>) -> Result<&'a TidParams, NotQualif
     path.remote.ok_or(NotQualified::NotNegotiated)
 }
 
+/// True if every `(address, length)` starts on a page boundary and is a
+/// whole number of pages. Kernel: `hfi1_check_sge_align()`.
+pub fn sge_list_aligned(sges: impl IntoIterator<Item = (u64, u32)>) -> bool {
+    let mask = u64::from(PAGE_SIZE - 1);
+    sges.into_iter()
+        .all(|(a, l)| a & mask == 0 && u64::from(l) & mask == 0)
+}
+
 /// Decides whether `wr` becomes a TID RDMA READ on `path`, and how.
 /// Kernel: `hfi1_setup_tid_rdma_wqe()` / `setup_tid_rdma_wqe()`.
 pub fn qualify(wr: &WorkRequest<'_>, path: &Path<'_>) -> Result<TidReadPlan, NotQualified> {
+    qualify_min(wr, path, MIN_LENGTH)
+}
+
+/// [`qualify`] with the length gate at `min_len` instead of the kernel's
+/// [`MIN_LENGTH`] (the fuzz world's small READs; see
+/// [`crate::rc::Connection::tid_read_min`]).
+pub fn qualify_min(
+    wr: &WorkRequest<'_>,
+    path: &Path<'_>,
+    min_len: u32,
+) -> Result<TidReadPlan, NotQualified> {
     if wr.opcode != WrOpcode::RdmaRead {
         return Err(NotQualified::NotRead);
     }
-    if wr.length < MIN_LENGTH {
+    if wr.length < min_len || wr.length == 0 {
         return Err(NotQualified::TooShort);
     }
     let remote = path_gates(path)?;

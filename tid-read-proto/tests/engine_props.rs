@@ -62,6 +62,7 @@ proptest! {
             path: Path::default(),
             max_rd_atomic: 16,
             remote_read,
+            ..Connection::default()
         };
         let qp = new_qp(0x400, 0, 0, conn, Psn::new(100));
         let mut mrs = Regions::new();

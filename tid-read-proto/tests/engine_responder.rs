@@ -10,7 +10,7 @@ use tid_harness::platform::{SoftPlatform, SoftQp, new_qp};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::{self, Parsed, Path};
 use tid_read_proto::qp;
-use tid_read_proto::rc::Connection;
+use tid_read_proto::rc::{Connection, QpState};
 use tid_read_proto::read_req::{ReadReq, ReadReqFlow};
 use tid_read_proto::responder::ReqVerdict;
 use tid_read_proto::wire::aeth::NakCode;
@@ -43,6 +43,7 @@ fn responder(remote_read: bool) -> SoftQp {
         path: Path { dlid: 1, slid: 2 },
         max_rd_atomic: 16,
         remote_read,
+        ..Connection::default()
     };
     new_qp(0x400, 0, 0, conn, Psn::new(100))
 }
@@ -215,8 +216,20 @@ fn one_psn_nak_per_episode() {
     );
 }
 
+/// A request that finds the ack queue full (16 entries not yet sent) is
+/// refused with a remote operational error and the QP goes to the error
+/// state: every region reference is dropped, the NAK is dropped because
+/// responses were pending, nothing more is sent and every later request
+/// is dropped. Kernel: the queue-full branch of
+/// `hfi1_rc_rcv_tid_rdma_read_req()` (`nack_inv_unlock` →
+/// `rvt_rc_error()`) and `hfi1_send_rc_ack()` / `hfi1_queue_rc_ack()`.
+///
+/// Fails with the refusal only queueing a NAK (checked: `rc_error` not
+/// setting the error state, as the engine had it): the QP stays in RTS
+/// (the engine then sent 17 packets, the NAK first, and took the next
+/// request).
 #[test]
-fn a_full_ack_queue_is_a_remote_operational_error() {
+fn a_full_ack_queue_errors_the_qp_and_its_nak_is_dropped_behind_responses() {
     let qp = responder(true);
     let mrs = mrs();
     let mut psn = 100;
@@ -231,14 +244,19 @@ fn a_full_ack_queue_is_a_remote_operational_error() {
         deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
         ReqVerdict::Refused(Some(NakCode::RemoteOperationalError))
     );
-    assert_eq!(mrs.refs(), 16);
-    // Sending frees the queue and the references.
-    let pkts = send_all(&qp, &mrs);
-    assert_eq!(pkts.len(), 17);
-    assert_eq!(mrs.refs(), 0);
+    let mut root = LockToken::root();
+    {
+        let g = qp.s_lock.lock(&mut root);
+        assert_eq!(g.ext.state, QpState::Error);
+        assert_eq!(g.ext.responder.stats.naks_dropped, 1);
+        let full = g.ext.responder.last_queue_full().unwrap();
+        assert_eq!((full.psn, full.blocker), (Psn::new(psn), Psn::new(100)));
+    }
+    assert_eq!(mrs.refs(), 0, "the error state drops every reference");
+    assert!(send_all(&qp, &mrs).is_empty(), "nothing more is sent");
     assert_eq!(
         deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
-        ReqVerdict::Accepted
+        ReqVerdict::Refused(None)
     );
 }
 
@@ -314,5 +332,151 @@ fn mr_references_are_released_on_reuse_and_destroy() {
     assert_eq!(g.ext.responder.mr_refs(), 1);
     g.ext.responder.release_all(&mrs);
     assert_eq!(g.ext.responder.mr_refs(), 0);
+    assert_eq!(mrs.refs(), 0);
+}
+
+/// The PSNs of the READ_RESPs in `pkts`, in order.
+fn resp_psns(pkts: &[Vec<u8>]) -> Vec<u32> {
+    pkts.iter()
+        .filter_map(|p| match packet::parse(p).unwrap().1 {
+            Parsed::ReadResp { hdr, .. } => Some(hdr.verbs_psn.get()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn state(qp: &SoftQp) -> QpState {
+    let mut root = LockToken::root();
+    qp.s_lock.lock(&mut root).ext.state
+}
+
+/// A READ_REQ of a bad length (checked before its PSN) earns an invalid
+/// request NAK, sent at once (no response is pending), and moves the QP
+/// to the error state: every region reference dropped, the next valid
+/// request dropped, nothing more sent. Kernel: `nack_inv` of
+/// `hfi1_rc_rcv_tid_rdma_read_req()` → `rvt_rc_error()`, and
+/// `hfi1_send_rc_ack()`.
+///
+/// Fails with the refusal only queueing its NAK (checked: `rc_error` not
+/// setting the error state, as the engine had it): the QP stays in RTS.
+#[test]
+fn invalid_read_req_errors_the_responder_qp() {
+    let qp = responder(true);
+    let mrs = mrs();
+    assert_eq!(
+        deliver(&qp, &req(100, 1, 2, 8192, RKEY, BASE), &mrs),
+        ReqVerdict::Accepted
+    );
+    assert_eq!(mrs.refs(), 1);
+    let sent = send_all(&qp, &mrs);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        deliver(&qp, &req(102, 1, 2, 4095, RKEY, BASE), &mrs),
+        ReqVerdict::Refused(Some(NakCode::InvalidRequest))
+    );
+    assert_eq!(state(&qp), QpState::Error);
+    let nak = send_all(&qp, &mrs);
+    assert_eq!(nak.len(), 1);
+    assert_eq!(nak_of(&nak[0]), Some((0x61, Psn::new(102))));
+    assert_eq!(
+        deliver(&qp, &req(102, 1, 2, 8192, RKEY, BASE), &mrs),
+        ReqVerdict::Refused(None)
+    );
+    assert!(send_all(&qp, &mrs).is_empty());
+    assert_eq!(mrs.refs(), 0);
+}
+
+/// A duplicate READ_REQ rewinds the send pointer to its entry: that entry
+/// and every later one a duplicate re-armed are sent again, up to the
+/// first entry no duplicate touched (sent before, its region released),
+/// where the pointer parks at the head. Kernel: `tid_rdma_rcv_error()`
+/// (READ: `find_prev_entry()`, the rewind of `s_tail_ack_queue`) and
+/// `make_rc_ack()` (the `len && !mr` stop).
+///
+/// Fails with the park taken out (checked: the `len && !mr` stop ignored,
+/// which is what the engine's old rule, re-armed entries served from a
+/// set, came to): A's and C's packets go out at once after their
+/// duplicates; with the rewind taken out (checked) nothing goes out.
+#[test]
+fn duplicate_read_req_rewinds_and_resends_up_to_the_first_untouched_entry() {
+    let qp = responder(true);
+    let mrs = mrs();
+    let a = req(100, 1, 2, 8192, RKEY, BASE);
+    let b = req(102, 1, 2, 8192, RKEY, BASE + 8192);
+    let c = req(104, 1, 2, 8192, RKEY, BASE + 16384);
+    for r in [&a, &b, &c] {
+        assert_eq!(deliver(&qp, r, &mrs), ReqVerdict::Accepted);
+    }
+    assert_eq!(send_all(&qp, &mrs).len(), 6);
+    assert_eq!(deliver(&qp, &a, &mrs), ReqVerdict::Restarted);
+    assert_eq!(deliver(&qp, &c, &mrs), ReqVerdict::Restarted);
+    assert_eq!(
+        resp_psns(&send_all(&qp, &mrs)),
+        [100, 101],
+        "A, then the park at B"
+    );
+    assert_eq!(deliver(&qp, &b, &mrs), ReqVerdict::Restarted);
+    assert_eq!(resp_psns(&send_all(&qp, &mrs)), [102, 103, 104, 105]);
+    assert_eq!(mrs.refs(), 0);
+}
+
+/// A duplicate of an entry still waiting to be sent re-arms it in place
+/// and rewinds nothing: the queue goes out once, in order. Kernel: the
+/// `old_req` of `find_prev_entry()` / `tid_rdma_rcv_error()`.
+///
+/// Fails with the rewind done for it too (checked): the pointer jumps to
+/// B and A's packets are never sent.
+#[test]
+fn duplicate_of_a_queued_entry_does_not_rewind() {
+    let qp = responder(true);
+    let mrs = mrs();
+    let a = req(100, 1, 2, 8192, RKEY, BASE);
+    let b = req(102, 1, 2, 8192, RKEY, BASE + 8192);
+    assert_eq!(deliver(&qp, &a, &mrs), ReqVerdict::Accepted);
+    assert_eq!(deliver(&qp, &b, &mrs), ReqVerdict::Accepted);
+    assert_eq!(deliver(&qp, &b, &mrs), ReqVerdict::Restarted);
+    assert_eq!(resp_psns(&send_all(&qp, &mrs)), [100, 101, 102, 103]);
+}
+
+/// The `read_pair` finding, at the responder: 12 entries sent, then a
+/// stale duplicate of each (the requester had completed them all), then
+/// new requests: the first duplicate rewinds the send pointer to entry 0
+/// and re-arms it, so the fifth new request needs the slot of an unsent
+/// entry: refused with a remote operational error, and the QP errors.
+/// This is what Linux 6.1 does (the kernel does not survive this
+/// sequence; the fuzz world accepts that outcome).
+/// Kernel: `tid_rdma_rcv_error()`'s rewind and the queue-full rule of
+/// `hfi1_rc_rcv_tid_rdma_read_req()` (`next == s_tail_ack_queue` with
+/// `!sent`).
+///
+/// Fails with the rewind taken out (checked): the fifth new request is
+/// accepted (the engine's old rule refused the sixth).
+#[test]
+fn stale_duplicates_fill_the_ack_queue_as_in_the_kernel() {
+    let qp = responder(true);
+    let mrs = mrs();
+    let at = |k: u32| req(100 + k, 1, 1, 4096, RKEY, BASE + 4096 * u64::from(k));
+    for k in 0..12 {
+        assert_eq!(deliver(&qp, &at(k), &mrs), ReqVerdict::Accepted);
+    }
+    assert_eq!(send_all(&qp, &mrs).len(), 12);
+    for k in 0..12 {
+        assert_eq!(deliver(&qp, &at(k), &mrs), ReqVerdict::Restarted);
+    }
+    for k in 12..16 {
+        assert_eq!(deliver(&qp, &at(k), &mrs), ReqVerdict::Accepted, "new {k}");
+    }
+    assert_eq!(
+        deliver(&qp, &at(16), &mrs),
+        ReqVerdict::Refused(Some(NakCode::RemoteOperationalError))
+    );
+    assert_eq!(state(&qp), QpState::Error);
+    let mut root = LockToken::root();
+    let full = qp.s_lock.lock(&mut root).ext.responder.last_queue_full();
+    assert_eq!(
+        full.map(|f| f.blocker),
+        Some(Psn::new(100)),
+        "entry 0 blocked it"
+    );
     assert_eq!(mrs.refs(), 0);
 }

@@ -31,8 +31,14 @@ proptest! {
     fn wire_round_trips(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
         round_trip!(bth, &bytes);
         round_trip!(read_req, &bytes);
-        round_trip!(read_resp, &bytes);
         round_trip!(lrh, &bytes);
+        // The READ_RESP's reserved words (bytes 12..28) are ignored on
+        // parse and written zero: compare the bytes with them zeroed.
+        let mut zeroed = bytes.clone();
+        if let Some(r) = zeroed.get_mut(12..28) {
+            r.fill(0);
+        }
+        round_trip!(read_resp, &zeroed);
     }
 
     #[test]

@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 
 /// Exit code of a run (or every soak seed) that passed.
 pub const EXIT_PASS: u8 = 0;
-/// Exit code of a run that failed: a byte differs, a request failed, a QP
-/// is stuck, something leaked or an engine erred.
+/// Exit code of a run that failed: a byte differs, a QP is stuck,
+/// something leaked, an engine erred, or a READ failed with a status the
+/// fabric does not explain (on a faultless fabric: any failed READ).
 pub const EXIT_FAIL: u8 = 1;
 /// Exit code of a command line that was refused.
 pub const EXIT_USAGE: u8 = 2;
@@ -32,13 +33,18 @@ const AFTER_HELP: &str = "\
 SIZE takes a K, M or G suffix (powers of 1024). Each QP reads an equal
 share of --bytes, in requests of --request bytes.
 
-Exit status: 0 the run passed (every byte verified, nothing failed, stuck
-or left held); 1 it failed; 2 the command line was refused.
+Exit status: 0 the run passed (every byte of every successful READ
+verified, nothing stuck or left held, every failed READ failed as the
+kernel fails it on that fabric: retry exceeded or flushed); 1 it failed;
+2 the command line was refused. A dead link (--drop 1) passes when every
+READ ends RETRY_EXC_ERR or flushed.
 
 Examples:
   tid-sim                                       the default scenario
   tid-sim --drop 0.05 --dup 0.01 --reorder 8 --stale 0.01 --pcap f.pcapng
   tid-sim --report run.svg --json               a picture and the JSON
+  tid-sim --read-sizes mixed                    plain and TID READs
+  tid-sim --drop 1 --json                       a dead link
   tid-sim --soak 300                            300 seeded hostile runs";
 
 /// Everything the command line can set; also what a run's JSON records
@@ -90,8 +96,9 @@ pub struct Options {
     /// restarts, throughput) into FILE, an SVG.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
-    /// Drop each packet with probability P, 0..=0.5 (both links).
-    #[arg(long, default_value_t = 0.0, value_parser = parse_probability, value_name = "P")]
+    /// Drop each packet with probability P, 0..=0.5, or 1 (a dead link:
+    /// every READ must end retry-exceeded or flushed), both links.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_drop, value_name = "P")]
     pub drop: f64,
     /// Deliver each packet twice with probability P, 0..=0.5.
     #[arg(long, default_value_t = 0.0, value_parser = parse_probability, value_name = "P")]
@@ -107,10 +114,58 @@ pub struct Options {
     /// sizes; stop at and print the first failing seed.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub soak: u64,
+    /// READ sizes each QP cycles through instead of --request (its last
+    /// READ takes what is left of its share): SIZEs separated by commas,
+    /// multiples of 4K, or `mixed` (4K,64K,252K,256K,1M: below 256K a READ
+    /// goes as a plain RDMA READ, from 256K on as a TID READ).
+    #[arg(long, value_parser = parse_read_sizes, value_name = "LIST")]
+    pub read_sizes: Option<ReadSizes>,
     /// No progress bar (it is drawn on stderr only when stderr is a
     /// terminal).
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// The sizes `--read-sizes mixed` stands for: plain READs below 256 KiB,
+/// TID READs from 256 KiB on.
+pub const MIXED_READ_SIZES: [u64; 5] = [4 << 10, 64 << 10, 252 << 10, 256 << 10, 1 << 20];
+
+/// A `--read-sizes` list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ReadSizes(pub Vec<u64>);
+
+/// Parses a `--read-sizes` value: `mixed` or SIZEs separated by commas,
+/// each a non-zero multiple of 4K of at most 2G.
+///
+/// # Errors
+///
+/// A message for clap naming the size refused.
+pub fn parse_read_sizes(v: &str) -> Result<ReadSizes, String> {
+    if v == "mixed" {
+        return Ok(ReadSizes(MIXED_READ_SIZES.to_vec()));
+    }
+    let sizes = v
+        .split(',')
+        .map(|s| parse_size(s.trim()))
+        .collect::<Result<Vec<_>, _>>()?;
+    match sizes
+        .iter()
+        .find(|&&r| r == 0 || r % u64::from(PAGE_SIZE) != 0 || r > 1 << 31)
+    {
+        Some(&r) => Err(format!(
+            "{} is not a READ size: each must be a non-zero multiple of 4K, at most 2G",
+            show_size(r)
+        )),
+        None => Ok(ReadSizes(sizes)),
+    }
+}
+
+fn parse_drop(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if p == 1.0 => Ok(p),
+        _ => parse_probability(s).map_err(|e| format!("{e}, or 1 for a dead link")),
+    }
 }
 
 impl Default for Options {
@@ -131,6 +186,7 @@ impl Default for Options {
             reorder: 0,
             stale: 0.0,
             soak: 0,
+            read_sizes: None,
             quiet: false,
         }
     }
@@ -288,6 +344,20 @@ impl Options {
         self.bytes / u64::from(self.qps.max(1))
     }
 
+    /// The sizes of READ a QP cycles through: `--read-sizes`, or
+    /// `--request`.
+    pub fn read_cycle(&self) -> &[u64] {
+        match &self.read_sizes {
+            Some(ReadSizes(r)) if !r.is_empty() => r,
+            _ => core::slice::from_ref(&self.request),
+        }
+    }
+
+    /// The largest READ the run posts.
+    pub fn largest_read(&self) -> u64 {
+        self.read_cycle().iter().copied().max().unwrap_or(self.request)
+    }
+
     /// Refuses what the simulator would have to change to run, and
     /// combinations that cannot work, naming what would.
     ///
@@ -296,15 +366,16 @@ impl Options {
     /// The first thing refused.
     pub fn check(&self) -> Result<(), CliError> {
         self.check_sizes()?;
-        let min = min_groups(self.request);
+        let largest = self.largest_read();
+        let min = min_groups(largest);
         if self.groups < min {
             return Err(refuse(
                 format!(
                     "--groups {} cannot hold one segment: a {} segment of scattered pages \
                      needs {} RcvArray entries, {min} groups",
                     self.groups,
-                    show_size(self.request.min(u64::from(MAX_SEGMENT_SIZE))),
-                    segment_entries(self.request),
+                    show_size(largest.min(u64::from(MAX_SEGMENT_SIZE))),
+                    segment_entries(largest),
                 ),
                 format!("use --groups {min} or more (every QP would wait forever)"),
             ));
@@ -467,6 +538,15 @@ mod tests {
             (f.drop, f.dup, f.reorder, f.stale, f.soak),
             (0.05, 0.01, 8, 0.01, 20)
         );
+        assert_eq!(run(&["--drop", "1"]).unwrap().drop, 1.0);
+        assert_eq!(
+            run(&["--read-sizes", "mixed"]).unwrap().read_cycle(),
+            MIXED_READ_SIZES
+        );
+        assert_eq!(
+            run(&["--read-sizes", "4K,1M"]).unwrap().read_cycle(),
+            [4096, 1 << 20]
+        );
         assert!(matches!(
             parse(["tid-sim", "--help"]),
             Ok(Command::Print(t)) if t.contains("Exit status")
@@ -486,6 +566,10 @@ mod tests {
             (&["--qps", "0"][..], "1..=1024"),
             (&["--frobnicate"][..], "--frobnicate"),
             (&["--drop", "0.9"][..], "0..=0.5"),
+            (&["--drop", "1.5"][..], "dead link"),
+            (&["--dup", "1"][..], "0..=0.5"),
+            (&["--read-sizes", "1000"][..], "not a READ size"),
+            (&["--read-sizes", "4K,x"][..], "not a size"),
             (&["--dup", "x"][..], "not a probability"),
             (&["--reorder", "1"][..], "window of 1 is in order"),
             (&["--reorder", "65"][..], "2..=64"),

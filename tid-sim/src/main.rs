@@ -117,7 +117,10 @@ fn soak(opts: &Options) -> ExitCode {
     let mut failed: Option<(u64, Options, Report)> = None;
     for n in 0..opts.soak {
         let seed = opts.seed.wrapping_add(n);
-        let o = soak_options(seed);
+        let mut o = soak_options(seed);
+        if opts.read_sizes.is_some() {
+            o.read_sizes.clone_from(&opts.read_sizes);
+        }
         let r = scenario::run_observed(&o, RunFaults::from_options(&o), &mut ());
         bytes += r.verified_bytes;
         restarts += r.restarts;

@@ -54,6 +54,10 @@ pub struct QpReport {
     pub timeouts: u64,
     /// True if it had work left when the run ended.
     pub stuck: bool,
+    /// The requester QP's final state (`RTS`, `ERR`, ...).
+    pub requester_state: String,
+    /// The responder QP's final state.
+    pub responder_state: String,
 }
 
 /// The results of a run.
@@ -70,6 +74,8 @@ pub struct Report {
     pub requested_bytes: u64,
     /// Bytes read and found equal to the source.
     pub verified_bytes: u64,
+    /// Bytes of the READs that completed successfully.
+    pub succeeded_bytes: u64,
     /// Bytes read that differ from the source.
     pub mismatched_bytes: u64,
     /// READ requests completed successfully.
@@ -135,6 +141,14 @@ pub struct Report {
     /// Lock acquisitions the runtime lock-order checker saw during the run
     /// (process-wide; a violation panics, so a finished run had none).
     pub lock_checks: u64,
+    /// Completions with a status the fabric cannot explain (a local
+    /// error, or a remote error without the responder's queue-full
+    /// refusal): the engine is wrong.
+    pub wrong_statuses: u64,
+    /// READs started as plain RDMA READs.
+    pub plain_reads: u64,
+    /// READs started as TID READs.
+    pub tid_reads: u64,
     /// `memcpy` bandwidth measured in the same process after the run,
     /// bytes per second (0: not measured).
     pub memcpy_bytes_per_s: f64,
@@ -167,14 +181,29 @@ struct Json<'a> {
 }
 
 impl Report {
-    /// True when every byte was verified and nothing leaked or stuck.
+    /// True when nothing was lost or corrupt, nothing leaked, no QP
+    /// stuck and every status is one the fabric explains: every byte of
+    /// every READ that succeeded was verified, every READ posted
+    /// completed, and a READ failed only as the kernel lets a faulty
+    /// fabric fail it (retry exceeded, flushed behind it). A fabric that
+    /// fails is a correct result when it is reported correctly; a fabric
+    /// without faults gives no reason to fail, so there every READ must
+    /// succeed.
     pub fn ok(&self) -> bool {
-        self.mismatched_bytes == 0
-            && self.verified_bytes == self.requested_bytes
-            && self.failed_requests == 0
+        let o = &self.inputs;
+        let faulty = o.drop > 0.0 || o.dup > 0.0 || o.stale > 0.0 || o.reorder > 1;
+        (faulty || self.failed_requests == 0)
+            && self.mismatched_bytes == 0
+            && self.verified_bytes == self.succeeded_bytes
             && self.engine_errors == 0
             && self.stuck_qps == 0
+            && self.wrong_statuses == 0
             && self.leaked.values().all(|&v| v == 0)
+    }
+
+    /// True if every READ succeeded (and [`Self::ok`]).
+    pub fn all_succeeded(&self) -> bool {
+        self.ok() && self.failed_requests == 0 && self.verified_bytes == self.requested_bytes
     }
 
     /// Simulated throughput in bytes per simulated microsecond.
@@ -262,6 +291,10 @@ impl Report {
         if o.reorder > 1 {
             let _ = write!(s, " --reorder {}", o.reorder);
         }
+        if let Some(r) = &o.read_sizes {
+            let sizes: Vec<String> = r.0.iter().map(|&r| show_size(r)).collect();
+            let _ = write!(s, " --read-sizes {}", sizes.join(","));
+        }
         s
     }
 
@@ -293,6 +326,20 @@ impl Report {
             s,
             "  requests   {} ok, {} in error; {} segments",
             self.requests, self.failed_requests, self.segments
+        );
+        let in_error = self
+            .per_qp
+            .iter()
+            .filter(|q| q.requester_state == "ERR")
+            .count();
+        let _ = writeln!(
+            s,
+            "  reads      {} plain, {} TID; completions: {}; {} wrong statuses; \
+             {in_error} requester QPs in error",
+            self.plain_reads,
+            self.tid_reads,
+            Self::nonzero(&self.completions, ""),
+            self.wrong_statuses
         );
         let _ = writeln!(
             s,

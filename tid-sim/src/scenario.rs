@@ -29,11 +29,19 @@
 //! fault injector (`Scenario::seen`).
 //!
 //! Faults (`--drop`, `--dup`, `--reorder`, `--stale`) act on both links
-//! ([`crate::fabric`]). The requester's retry timer runs on simulated
-//! time: a QP with segments outstanding that has neither sent nor received
-//! for `RETRY_NS` restarts them; when nothing else can happen, simulated
-//! time jumps to the next expiry. A run ends when nothing is left to do;
-//! QPs with work left are reported stuck.
+//! ([`crate::fabric`]). The requesters' retry and RNR timers run on
+//! simulated time exactly as the engine arms, re-arms and stops them
+//! (each QP's timeout exponent is [`SIM_TIMEOUT`]: 262 us for a plain
+//! READ, shifted by the OPFN `timeout_shift` for a TID READ_REQ); when
+//! nothing else can happen, simulated time jumps to the next deadline. A
+//! QP whose retry budget runs out completes its oldest READ
+//! `RETRY_EXC_ERR` and flushes the rest, and its remaining READs are
+//! posted and flushed too (the kernel accepts posts in the error state).
+//! A run ends when nothing is left to do; QPs with READs left are
+//! reported stuck.
+//!
+//! `--read-sizes` makes each QP cycle through a list of READ sizes; with
+//! `mixed` the READs below 256 KiB go as plain RDMA READs.
 //!
 //! At the end the resources still held are read from the real state
 //! ([`TwoNodes::leaks`]) and reported; then every QP is flushed.
@@ -52,6 +60,7 @@ use tid_harness::doubles::PageAllocator;
 use tid_harness::platform::SoftPlatform;
 use tid_harness::world::{Arrival, AtRequester, AtResponder, Setup, TwoNodes};
 use tid_read_proto::rc::WcStatus;
+use tid_read_proto::rc::retry::Timer;
 
 use crate::cli::Options;
 use crate::fabric::{Faults, Link, PacketKind};
@@ -77,14 +86,15 @@ const MAX_STEPS: u64 = 20_000_000;
 /// Send-engine requests or packets in flight beyond which a run is cut
 /// short.
 const MAX_QUEUED: usize = 100_000;
-/// The requester's retry timeout in simulated nanoseconds (a segment
-/// waits at most `LINK_CREDITS` packets, about 85 us, behind others).
-const RETRY_NS: f64 = 1_000_000.0;
+/// Every QP's local ACK timeout exponent: 4.096 us << 6 = 262 us for a
+/// plain READ (a packet waits at most `LINK_CREDITS` packets, about 85 us,
+/// behind others), 16.8 ms for a TID READ_REQ of 64-packet segments.
+pub const SIM_TIMEOUT: u8 = 6;
 /// Packets a link holds before its sender must wait (flow control).
 const LINK_CREDITS: usize = 256;
 /// Timer expiries on an idle system without a completion before the run
-/// is declared stuck.
-const MAX_IDLE_FIRES: u32 = 50;
+/// is declared stuck (a retry budget runs out after 8).
+const MAX_IDLE_FIRES: u32 = 200;
 /// Wire speed for simulated time: bytes per nanosecond (100 Gb/s).
 const WIRE_BYTES_PER_NS: f64 = 12.5;
 /// Scheduler steps between progress reports.
@@ -110,6 +120,23 @@ fn fragmented(pages: &mut PageAllocator, rng: &mut Rng, bytes: u32) -> Vec<Sge> 
         runs.reverse();
     }
     runs
+}
+
+/// The READ sizes one QP posts for its `per_qp` bytes: `--read-sizes`
+/// in turn, or `--request` each; the last one takes what is left.
+fn read_sizes(opts: &Options, per_qp: u64) -> VecDeque<u32> {
+    let cycle = opts.read_cycle();
+    let mut sizes = VecDeque::new();
+    let mut left = per_qp;
+    for &r in cycle.iter().cycle() {
+        if left == 0 {
+            break;
+        }
+        let n = left.min(r);
+        sizes.push_back(n as u32);
+        left -= n;
+    }
+    sizes
 }
 
 /// A run's faults (none in the default scenario).
@@ -156,14 +183,32 @@ pub enum Flow {
     Stop,
 }
 
-/// Simulated time and the progress marks the timers and the stuck check
-/// read.
+/// One engine timer's deadline on simulated time: the epoch last seen
+/// and when it expires.
+#[derive(Debug, Clone, Copy, Default)]
+struct Deadline {
+    epoch: u32,
+    at: Option<f64>,
+}
+
+impl Deadline {
+    /// Follows the engine's timer: a new epoch sets (or drops) the
+    /// deadline from `now`.
+    fn follow(&mut self, t: Timer, now: f64) {
+        if t.epoch() != self.epoch {
+            self.epoch = t.epoch();
+            self.at = t.armed().map(|d| now + d as f64);
+        }
+    }
+}
+
+/// Simulated time and the progress marks the stuck check reads.
 #[derive(Debug, Default)]
 struct Clock {
     /// Simulated nanoseconds.
     ns: f64,
-    /// Per requester QP: when it last sent or received.
-    last_progress: Vec<f64>,
+    /// Per requester QP: its retry and RNR timers' deadlines.
+    timers: Vec<[Deadline; 2]>,
     /// Scheduler steps since the last delivery.
     since_progress: u64,
     /// Timer expiries on an idle system since the last completion.
@@ -232,21 +277,11 @@ impl<'a, O: Observer> Scenario<'a, O> {
             first_psn: Psn::new(FIRST_PSN),
             seed: opts.seed ^ 0xA5A5,
             region_len: per_qp,
+            timeout: SIM_TIMEOUT,
             ..Setup::default()
         };
         let nodes = TwoNodes::new(setup)?;
-        let to_post = (0..nqps)
-            .map(|_| {
-                let mut sizes = VecDeque::new();
-                let mut left = per_qp;
-                while left > 0 {
-                    let n = left.min(opts.request);
-                    sizes.push_back(n as u32);
-                    left -= n;
-                }
-                sizes
-            })
-            .collect();
+        let to_post = (0..nqps).map(|_| read_sizes(opts, per_qp)).collect();
         Some(Self {
             nodes,
             to_post,
@@ -255,7 +290,7 @@ impl<'a, O: Observer> Scenario<'a, O> {
             rng: Rng::new(opts.seed),
             obs,
             clock: Clock {
-                last_progress: vec![0.0; nqps as usize],
+                timers: vec![[Deadline::default(); 2]; nqps as usize],
                 ..Clock::default()
             },
             acts: Vec::with_capacity(5),
@@ -319,21 +354,19 @@ impl<'a, O: Observer> Scenario<'a, O> {
         }
     }
 
-    /// One scheduler step: the retry timers when due, the check for a run
-    /// that must end, then one drawn action.
+    /// One scheduler step: the timers when due, the check for a run that
+    /// must end, then one drawn action.
     pub fn step(&mut self) -> Flow {
         self.ready_actions();
-        let idle = self.acts.is_empty();
-        if idle || self.rep.steps % 64 == 0 {
-            let fired = self.fire_timers(idle);
-            if idle {
-                if !fired || self.clock.idle_fires > MAX_IDLE_FIRES {
-                    return Flow::Stop;
-                }
-                self.clock.idle_fires += 1;
-                self.clock.ns += RETRY_NS;
-                return Flow::Continue;
+        if self.acts.is_empty() {
+            if !self.jump_to_next_deadline() || self.clock.idle_fires > MAX_IDLE_FIRES {
+                return Flow::Stop;
             }
+            self.clock.idle_fires += 1;
+            return Flow::Continue;
+        }
+        if self.rep.steps % 64 == 0 {
+            self.fire_due_timers();
         }
         if self.cut_short() {
             return Flow::Stop;
@@ -366,19 +399,75 @@ impl<'a, O: Observer> Scenario<'a, O> {
         Flow::Continue
     }
 
-    /// The retry timer: a QP with segments outstanding and no packet for
-    /// `RETRY_NS` of simulated time (any such QP when `idle`) restarts
-    /// them. Returns whether one fired.
-    fn fire_timers(&mut self, idle: bool) -> bool {
+    /// Follows requester `i`'s timers after something touched it.
+    fn sync_timers(&mut self, i: usize) {
+        let now = self.clock.ns;
+        if let (Some((retry, rnr)), Some(d)) = (
+            self.nodes.timers(i, &mut self.root),
+            self.clock.timers.get_mut(i),
+        ) {
+            d[0].follow(retry, now);
+            d[1].follow(rnr, now);
+        }
+    }
+
+    /// Fires every timer whose deadline passed; returns whether one did.
+    fn fire_due_timers(&mut self) -> bool {
+        let now = self.clock.ns;
         let mut fired = false;
-        for i in 0..self.clock.last_progress.len() {
-            let due = idle || self.clock.ns - self.clock.last_progress[i] > RETRY_NS;
-            if due && self.nodes.fire_timer(i, &mut self.root) {
-                self.clock.last_progress[i] = self.clock.ns;
-                fired = true;
+        for i in 0..self.clock.timers.len() {
+            for which in 0..2 {
+                let due = self.clock.timers[i][which].at.is_some_and(|t| t <= now);
+                if due {
+                    self.clock.timers[i][which].at = None;
+                    fired |= self.fire_timer(i, which);
+                }
             }
         }
         fired
+    }
+
+    /// Nothing can happen but a timer: simulated time jumps to the
+    /// earliest deadline and it fires. False if no timer runs.
+    fn jump_to_next_deadline(&mut self) -> bool {
+        let next = self
+            .clock
+            .timers
+            .iter()
+            .flat_map(|d| d.iter().filter_map(|d| d.at))
+            .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.min(t))));
+        let Some(at) = next else {
+            return false;
+        };
+        self.clock.ns = self.clock.ns.max(at);
+        self.fire_due_timers();
+        true
+    }
+
+    /// Requester `i`'s retry (`which` 0) or RNR (1) timer expires: the
+    /// engine restarts (or spends its budget), and what completed is
+    /// taken. Returns whether the engine's timer was running.
+    fn fire_timer(&mut self, i: usize, which: usize) -> bool {
+        let fired = if which == 0 {
+            self.nodes.fire_timer(i, &mut self.root)
+        } else {
+            self.nodes.fire_rnr_timer(i, &mut self.root)
+        };
+        self.take_completions(i);
+        fired
+    }
+
+    /// Takes requester `i`'s completions (a timer or a send engine may
+    /// have failed or flushed READs), posts what its queue takes, and
+    /// follows its timers.
+    fn take_completions(&mut self, i: usize) {
+        let done = self.nodes.poll(i, &mut self.root);
+        if !done.is_empty() {
+            self.clock.idle_fires = 0;
+        }
+        self.count_done(done);
+        self.post_more(i);
+        self.sync_timers(i);
     }
 
     /// A run that keeps busy without finishing (a livelock) must end too,
@@ -410,20 +499,19 @@ impl<'a, O: Observer> Scenario<'a, O> {
         );
         for (i, qp) in self.nodes.responders.iter().enumerate() {
             let g = qp.s_lock.lock(&mut self.root);
-            if g.ext.responder.has_work() {
+            if g.ext.responder.has_work(g.ext.state) {
                 let r = &g.ext.responder;
                 eprintln!("responder {i}: r_psn {:?} {:?}", r.expected_psn(), r.stats);
             }
         }
     }
 
-    /// Counts a requester engine run: its QP made progress.
+    /// Counts a requester engine run, takes its completions (a send
+    /// engine in the error state flushes) and follows its timers.
     fn note_requester_run(&mut self, ran: Option<tid_harness::world::Ran>) {
         if let Some(r) = ran {
-            if let Some(t) = self.clock.last_progress.get_mut(r.qp) {
-                *t = self.clock.ns;
-            }
             self.rep.engine_errors += u64::from(r.result.is_err());
+            self.take_completions(r.qp);
         }
     }
 
@@ -472,7 +560,6 @@ impl<'a, O: Observer> Scenario<'a, O> {
         self.nodes.to_requesters.recycle(p.bytes);
         let i = match arrival {
             Arrival::ReadResp { qp, verdict, .. } => {
-                self.clock.last_progress[qp] = self.clock.ns;
                 match verdict {
                     Some(Ok(_)) => {}
                     Some(Err(_)) => self.rep.engine_errors += 1,
@@ -480,7 +567,7 @@ impl<'a, O: Observer> Scenario<'a, O> {
                 }
                 qp
             }
-            Arrival::Ack { qp, .. } => qp,
+            Arrival::Ack { qp, .. } | Arrival::ReadResponse { qp, .. } => qp,
             _ => {
                 self.rep.malformed += 1;
                 return;
@@ -489,10 +576,36 @@ impl<'a, O: Observer> Scenario<'a, O> {
         if !done.is_empty() {
             self.clock.idle_fires = 0;
         }
-        for d in done.into_iter().filter(|d| d.posted.is_some()) {
+        self.count_done(done);
+        self.post_more(i);
+        self.sync_timers(i);
+    }
+
+    /// Counts completions (see `count_completion`); a completion without
+    /// its posted READ is an engine error.
+    fn count_done(&mut self, done: Vec<tid_harness::world::Done>) {
+        for d in done {
+            if d.posted.is_none() {
+                self.rep.engine_errors += 1;
+                continue;
+            }
             self.count_completion(&d);
         }
-        self.post_more(i);
+    }
+
+    /// Whether a faulty fabric explains a READ failing with `status`, as
+    /// the kernel fails it: the retry budget ran out; flushed behind an
+    /// error; or a remote error after the responder refused a request for
+    /// a full ack queue (6.1's rule once stale duplicates re-armed its
+    /// entries, see `tid-harness`'s fuzz world).
+    fn fabric_explains(&mut self, status: WcStatus) -> bool {
+        match status {
+            WcStatus::RetryExceeded | WcStatus::Flushed => true,
+            WcStatus::RemoteOperational | WcStatus::RemoteInvalidRequest => {
+                self.nodes.responder_stats(&mut self.root).queue_full > 0
+            }
+            _ => false,
+        }
     }
 
     /// Gathers the counters, reads what is still held, flushes every QP.
@@ -502,9 +615,14 @@ impl<'a, O: Observer> Scenario<'a, O> {
         self.finish_details(&mut rep);
         let s = self.nodes.requester_stats(&mut self.root);
         rep.segments = s.segments;
+        rep.plain_reads = s.plain_reads;
+        rep.tid_reads = s.requests;
         rep.tid_waits = s.tid_waits;
         rep.flow_waits = s.flow_waits;
         rep.syncs = s.syncs;
+        if std::env::var_os("TID_SIM_DEBUG").is_some() {
+            eprintln!("requester stats {s:?}");
+        }
         rep.resp_dropped = s.resp_dropped;
         rep.kdeth_errors = s.kdeth_errors;
         rep.retransmits = s.retransmits;
@@ -518,11 +636,18 @@ impl<'a, O: Observer> Scenario<'a, O> {
             ("requester_tid_error", s.tid_dropped),
             ("requester_ib_psn_check", s.psn_dropped),
             ("requester_sw_psn_check", s.sw_dropped),
-            ("requester_late_copy", s.late_dropped),
-            ("requester_flow_not_found", s.flow_not_found),
+            ("requester_ack_filter", s.ack_dropped),
+            ("requester_no_request", s.no_request),
             ("responder_duplicate_ignored", r.duplicates_ignored),
+            ("responder_in_error", r.dropped_in_error),
+            ("responder_nak_dropped", r.naks_dropped),
         ] {
             rep.drops.insert(k.into(), v);
+        }
+        for (i, q) in rep.per_qp.iter_mut().enumerate() {
+            let (req, resp) = self.nodes.states(i, &mut self.root);
+            q.requester_state = req.name().into();
+            q.responder_state = resp.name().into();
         }
         for i in 0..self.to_post.len() {
             if !self.to_post[i].is_empty() || self.nodes.posted(i).next().is_some() {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! The seeded scenarios of `--soak`.
 
-use crate::cli::Options;
+use crate::cli::{MIXED_READ_SIZES, Options, ReadSizes};
 use crate::rng::Rng;
 
 /// The scenario a soak run with `seed` uses: sizes and a fault mix drawn
@@ -9,7 +9,8 @@ use crate::rng::Rng;
 /// 8..=47 QPs with one request each, so flows run out too; requests of
 /// 256 KiB, 260 KiB, 512 KiB or 1 MiB; 9..=40 TID groups; either MTU;
 /// drop up to 5 %, duplicates up to 2 %, reorder window 0 or 2..=8, stale
-/// replays up to 1 %, each fault present half the time).
+/// replays up to 1 %, each fault present half the time; one run in three
+/// cycles through the mixed READ sizes, so plain READs run too).
 pub fn soak_options(seed: u64) -> Options {
     let mut r = Rng::new(seed ^ 0x50AC_50AC);
     let many = r.chance(0.2);
@@ -34,6 +35,7 @@ pub fn soak_options(seed: u64) -> Options {
     let drop = pick(0.05);
     let dup = pick(0.02);
     let stale = pick(0.01);
+    let read_sizes = (r.below(3) == 0).then(|| ReadSizes(MIXED_READ_SIZES.to_vec()));
     Options {
         qps,
         bytes: per_qp * u64::from(qps),
@@ -49,6 +51,7 @@ pub fn soak_options(seed: u64) -> Options {
             2 + r.below(7) as usize
         },
         stale,
+        read_sizes,
         ..Options::default()
     }
 }

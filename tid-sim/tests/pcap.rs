@@ -77,6 +77,9 @@ fn capture(mtu: u32) {
                 ));
             }
             Parsed::Ack { .. } => panic!("a clean run sends no ACK/NAK"),
+            Parsed::ReadRequest { .. } | Parsed::ReadResponse { .. } => {
+                panic!("every READ of this run is a TID READ")
+            }
         }
     }
     assert_eq!(reqs, rep.segments);

@@ -28,8 +28,10 @@ impl World {
                 r.outstanding()
             );
             assert!(
-                r.pending_segments() <= self.cfg.max_rd_atomic,
-                "QP {i}: {} segments in flight, max_rd_atomic {}: {r:?}",
+                r.reads_outstanding() <= self.cfg.max_rd_atomic
+                    && r.pending_segments() <= r.reads_outstanding(),
+                "QP {i}: {} reads ({} segments) outstanding, max_rd_atomic {}: {r:?}",
+                r.reads_outstanding(),
                 r.pending_segments(),
                 self.cfg.max_rd_atomic
             );
@@ -48,6 +50,9 @@ impl World {
                 r.next_psn().get()
             );
             let next = r.next_psn();
+            if r.last_psn().delta(self.completed_to[i]) > 0 {
+                self.completed_to[i] = r.last_psn();
+            }
             {
                 let (_, tok) = g.parts();
                 let e = nodes.rcd.exp_lock.lock(tok);
@@ -130,7 +135,7 @@ impl World {
         for (i, qp) in self.nodes.responders.iter().enumerate() {
             let g = qp.s_lock.lock(&mut root);
             assert!(
-                !g.ext.responder.has_work(),
+                !g.ext.responder.has_work(tid_read_proto::rc::QpState::Error),
                 "responder {i} has work after release"
             );
             assert_eq!(

@@ -15,11 +15,11 @@
 //! (or the smoke test) reports the input.
 //!
 //! Checked at every step:
-//! - a send queue never holds more than it can; segments in flight never
+//! - a send queue never holds more than it can; reads outstanding never
 //!   exceed the QP's `max_rd_atomic`; no more segments complete than
 //!   were requested; `s_last_psn` stays in `[first - 1, s_next_psn)`;
 //! - the responder never expects a PSN the requester has not handed out
-//!   (when only real READ_REQs reach it);
+//!   (when only real requests reach it);
 //! - the memory-region references the regions count equal the references
 //!   the responders' ack queues say they hold, and no reference was put
 //!   twice or for a handle never handed out;
@@ -27,25 +27,34 @@
 //!   to a page no live request owns (its fault counter stays 0);
 //! - every packet either engine sends parses (checked on delivery);
 //! - a completion names a request that is posted and not yet completed;
-//!   in [`Mode::Pair`] a successful one carries the source's bytes and no
-//!   request fails.
+//!   once a QP completed a request in error, every later completion of it
+//!   is a flush (the kernel's error state);
+//! - in [`Mode::Pair`] a successful request carries the source's bytes,
+//!   and a request fails only as the kernel lets it with only real
+//!   packets on the wire ([`World::kernel_allows`]).
 //!
 //! Checked at the end: every request completed (liveness, except in
-//! [`Mode::ResponderRx`], where a forged READ_REQ may legitimately take a
+//! [`Mode::ResponderRx`], where a forged request may legitimately take a
 //! PSN the requester then never gets served); after teardown nothing is
 //! held ([`crate::world::Leaks`] all zero).
+//!
+//! The world's QPs take READs of 8 KiB and more as TID READs (the kernel's
+//! 256 KiB would make every input of a few pages a plain READ), so both
+//! paths run.
 #![allow(clippy::panic, clippy::expect_used, clippy::indexing_slicing)]
 
 mod checks;
 mod input;
 
-use alloc::collections::VecDeque;
+use alloc::collections::{BTreeSet, VecDeque};
 use alloc::vec;
 use alloc::vec::Vec;
 
+use hfi1_hal::Psn;
 use hfi1_hal::lock_order::LockToken;
+use tid_read_proto::packet::{self, Parsed};
 use tid_read_proto::rc::{EngineError, WcStatus};
-use tid_read_proto::wire::aeth::NakCode;
+use tid_read_proto::responder::ReqVerdict;
 
 pub use input::{Input, describe, mutated, pick, read_setup};
 
@@ -120,16 +129,23 @@ struct World {
     progress: bool,
     /// `FUZZ_TRACE` set: print every delivery and engine verdict.
     trace: bool,
-    /// `FUZZ_ALLOW_ACK_QUEUE_NAK` set: in [`Mode::Pair`], a request failed
-    /// by a Remote Operational Error NAK (the responder's ack queue full)
-    /// is tolerated, so a long run can look past such a finding.
-    allow_ack_queue_nak: bool,
-    /// The syndrome of the last NAK a requester received.
-    last_nak: Option<u8>,
-    /// Per requester QP: a fatal NAK flushed it. RC moves such a QP to
-    /// the error state, so nothing more is posted on it (its PSNs no
-    /// longer match its peer's).
-    dead: Vec<bool>,
+    /// Faults the schedule injected: drops, duplicates, stale replays,
+    /// deliveries out of order, retry-timer expiries that found the timer
+    /// running. A correct engine spends at most one retry per fault before
+    /// it makes progress again.
+    faults: u64,
+    /// Per requester QP: the furthest `s_last_psn` seen (what the
+    /// requester has completed).
+    completed_to: Vec<Psn>,
+    /// Per QP pair: first PSNs of ack-queue entries a stale duplicate
+    /// re-armed (a request delivered after the requester had completed it).
+    stale_rearmed: Vec<BTreeSet<u32>>,
+    /// Per QP pair: the responder refused a request as "ack queue full"
+    /// while the slot it needed held an entry a stale duplicate re-armed:
+    /// the kernel fails the same way ([`World::kernel_allows`]).
+    kernel_failure: Vec<bool>,
+    /// Per requester QP: it completed a request in error.
+    failed: Vec<bool>,
 }
 
 impl World {
@@ -147,9 +163,11 @@ impl World {
             sum: Summary::default(),
             progress: false,
             trace: std::env::var_os("FUZZ_TRACE").is_some(),
-            allow_ack_queue_nak: std::env::var_os("FUZZ_ALLOW_ACK_QUEUE_NAK").is_some(),
-            last_nak: None,
-            dead: vec![false; cfg.qps],
+            faults: 0,
+            completed_to: vec![cfg.first_psn.sub(1); cfg.qps],
+            stale_rearmed: vec![BTreeSet::new(); cfg.qps],
+            kernel_failure: vec![false; cfg.qps],
+            failed: vec![false; cfg.qps],
         }
     }
 
@@ -158,7 +176,7 @@ impl World {
     fn post(&mut self, i: usize, inp: &mut Input<'_>) {
         let pages = 1 + inp.below(usize::from(MAX_PAGES)) as u64;
         let gaps = inp.u8();
-        if self.posts[i] >= MAX_POSTS || self.dead[i] {
+        if self.posts[i] >= MAX_POSTS {
             return;
         }
         let sges = self.nodes.pages.with_gaps(pages, gaps);
@@ -220,6 +238,11 @@ impl World {
         if let Err(e) = r.result {
             panic!("{what} failed: {e}");
         }
+        if self.trace {
+            let mut root = LockToken::root();
+            let g = self.nodes.requesters[r.qp].s_lock.lock(&mut root);
+            std::eprintln!("   {what} {}: {:?}", r.qp, g.ext.requester);
+        }
         self.ship(true);
         true
     }
@@ -242,9 +265,18 @@ impl World {
             let forged = if real { "" } else { "FORGED " };
             std::eprintln!("-> req  {forged}{}", describe(bytes));
         }
-        let at = self
-            .nodes
-            .deliver_to_requester(bytes, &mut LockToken::root());
+        let mut root = LockToken::root();
+        let at = self.nodes.deliver_to_requester(bytes, &mut root);
+        if self.trace {
+            if let Some(i) = at.arrival.qp() {
+                let g = self.nodes.requesters[i].s_lock.lock(&mut root);
+                std::eprintln!(
+                    "   requester {i}: {:?}\n   {:?}",
+                    at.arrival,
+                    g.ext.requester
+                );
+            }
+        }
         match at.arrival {
             Arrival::Unparsable(e) if real => {
                 panic!("the responder sent a packet that does not parse: {e}")
@@ -255,11 +287,8 @@ impl World {
                     panic!("receive_read_resp failed: {e}");
                 }
             }
-            Arrival::Ack { aeth, .. } => {
+            Arrival::Ack { .. } | Arrival::ReadResponse { .. } => {
                 self.sum.delivered += 1;
-                if aeth.is_nak() {
-                    self.last_nak = Some(aeth.syndrome);
-                }
             }
             _ => {}
         }
@@ -276,20 +305,60 @@ impl World {
             std::eprintln!("-> resp {forged}{}", describe(bytes));
         }
         let mut root = LockToken::root();
+        let stale = if real && self.mode == Mode::Pair {
+            self.stale_psn(bytes)
+        } else {
+            None
+        };
+        let refusals = self.nodes.responder_stats(&mut root).queue_full;
         match self.nodes.deliver_to_responder(bytes, &mut root) {
             AtResponder::Received { qp, verdict } => {
                 self.sum.delivered += 1;
+                let full = self.nodes.responder_stats(&mut root).queue_full != refusals;
+                self.judge_request(qp, verdict, stale, full);
                 if self.trace {
                     let g = self.nodes.responders[qp].s_lock.lock(&mut root);
                     let r_psn = g.ext.responder.expected_psn().get();
                     std::eprintln!("   responder {qp}: {verdict:?}, r_psn {r_psn:#x}");
                 }
             }
-            AtResponder::Unexpected if real => panic!("the requester sent a non-READ_REQ"),
+            AtResponder::Unexpected if real => panic!("the requester sent a non-request"),
             AtResponder::Unparsable(e) if real => {
                 panic!("the requester sent a packet that does not parse: {e}")
             }
             _ => {}
+        }
+    }
+
+    /// The first PSN of a request packet whose requester has already
+    /// completed what it asks for (a stale copy), if it is one.
+    fn stale_psn(&self, bytes: &[u8]) -> Option<u32> {
+        let (dest, psn) = match packet::parse(bytes) {
+            Ok((_, Parsed::ReadReq { bth, hdr, .. })) => (hdr.verbs_qp, bth.psn),
+            Ok((_, Parsed::ReadRequest { bth, .. })) => (bth.dest_qp, bth.psn),
+            _ => return None,
+        };
+        let i = dest.wrapping_sub(crate::world::RESPONDER.qpn) as usize;
+        let done = self.completed_to.get(i)?;
+        (psn.delta(*done) <= 0).then_some(psn.get())
+    }
+
+    /// Records what a request did at responder `qp`: a stale duplicate
+    /// (`stale`: its first PSN) that re-armed an entry, and a refusal for
+    /// a full ack queue (`full`) whose blocking entry such a duplicate
+    /// re-armed.
+    fn judge_request(&mut self, qp: usize, verdict: ReqVerdict, stale: Option<u32>, full: bool) {
+        if let (ReqVerdict::Restarted, Some(p)) = (verdict, stale) {
+            self.stale_rearmed[qp].insert(p);
+        }
+        if !full {
+            return;
+        }
+        let mut root = LockToken::root();
+        let g = self.nodes.responders[qp].s_lock.lock(&mut root);
+        let blocker = g.ext.responder.last_queue_full().map(|f| f.blocker.get());
+        if blocker.is_some_and(|b| self.stale_rearmed[qp].contains(&b)) {
+            self.kernel_failure[qp] = true;
         }
     }
 
@@ -311,6 +380,11 @@ impl World {
         assert_eq!(c.length, p.length, "QP {i}: completion length");
         self.progress = true;
         if c.status == WcStatus::Success {
+            assert!(
+                !self.failed[i],
+                "QP {i}: request {} succeeded after the QP failed",
+                c.wr_id
+            );
             self.sum.completed_ok += 1;
             let data = d.data.unwrap_or_default();
             if self.mode == Mode::Pair && data.mismatched > 0 {
@@ -323,23 +397,65 @@ impl World {
             return;
         }
         self.sum.completed_err += 1;
-        if matches!(c.status, WcStatus::RemoteError | WcStatus::LocalQpOpError) {
-            // The QP is in the error state: it takes no new posts.
-            self.dead[i] = true;
+        if self.failed[i] {
+            assert_eq!(
+                c.status,
+                WcStatus::Flushed,
+                "QP {i}: after the QP failed, request {} completed {c:?}, not flushed",
+                c.wr_id
+            );
+            return;
         }
-        let known = self.allow_ack_queue_nak
-            && self.last_nak == Some(NakCode::RemoteOperationalError.syndrome());
-        if self.mode == Mode::Pair && c.status != WcStatus::Flushed && !known {
-            panic!("QP {i}: request {c:?} failed with only real packets on the wire");
+        if c.status != WcStatus::Flushed {
+            self.failed[i] = true;
+        }
+        if self.mode == Mode::Pair && !self.kernel_allows(i, c.status) {
+            panic!(
+                "QP {i}: request {c:?} failed with only real packets on the wire ({} faults)\n{}",
+                self.faults,
+                self.state()
+            );
         }
     }
 
-    /// The retry timer of requester `i` expires.
+    /// Whether the kernel lets QP `i`'s oldest unfinished request end with
+    /// `status` when only real packets are on the wire:
+    ///
+    /// - flushed: always (a teardown, or behind an error);
+    /// - retry exceeded: once the schedule injected more faults than the
+    ///   retry budget (a correct engine spends at most one retry per fault
+    ///   before it makes progress again), or after the failure below;
+    /// - remote operational error (a TID READ_REQ) or invalid request (a
+    ///   plain READ): only after the responder refused a request as "ack
+    ///   queue full" while the slot it needed held an entry re-armed by a
+    ///   stale duplicate (a request copy delivered after the requester had
+    ///   completed it): 6.1's `tid_rdma_rcv_error()` rewinds the send
+    ///   pointer to such an entry and its queue-full rule then refuses the
+    ///   new request and errors the QP; the NAK is sent (remote error at
+    ///   the requester) or dropped because responses were pending (the
+    ///   requester's retry budget runs out).
+    fn kernel_allows(&self, i: usize, status: WcStatus) -> bool {
+        let queue = self.kernel_failure.get(i).copied().unwrap_or(false);
+        match status {
+            WcStatus::Flushed => true,
+            WcStatus::RetryExceeded => queue || self.faults > u64::from(self.cfg.retry_cnt),
+            WcStatus::RemoteOperational | WcStatus::RemoteInvalidRequest => queue,
+            _ => false,
+        }
+    }
+
+    /// The timers of requester `i` expire (each only if it runs).
     fn timeout(&mut self, i: usize) {
         if self.trace {
             std::eprintln!("timer of QP {i}");
         }
-        self.nodes.fire_timer(i, &mut LockToken::root());
+        let mut root = LockToken::root();
+        if self.nodes.fire_rnr_timer(i, &mut root) {
+            self.faults += 1;
+        }
+        if self.nodes.fire_timer(i, &mut root) {
+            self.faults += 1;
+        }
     }
 
     /// Runs one schedule step.
@@ -361,12 +477,14 @@ impl World {
             }
             5 | 6 => {
                 let k = pick(inp, self.to_resp.len());
+                self.faults += u64::from(k.is_some_and(|k| k > 0));
                 if let Some(p) = k.and_then(|k| self.to_resp.remove(k)) {
                     self.deliver_to_resp(&p, true);
                 }
             }
             7 | 8 => {
                 let k = pick(inp, self.to_req.len());
+                self.faults += u64::from(k.is_some_and(|k| k > 0));
                 if let Some(p) = k.and_then(|k| self.to_req.remove(k)) {
                     self.deliver_to_req(&p, true);
                 }
@@ -401,6 +519,7 @@ impl World {
 
     /// Drops a packet in flight.
     fn fault_drop(&mut self, inp: &mut Input<'_>) {
+        self.faults += 1;
         let trace = self.trace;
         let q = self.queue(inp);
         let k = inp.below(q.len());
@@ -412,6 +531,7 @@ impl World {
 
     /// Duplicates a packet in flight (the copy arrives later).
     fn fault_duplicate(&mut self, inp: &mut Input<'_>) {
+        self.faults += 1;
         let trace = self.trace;
         let q = self.queue(inp);
         let k = inp.below(q.len());
@@ -425,6 +545,7 @@ impl World {
 
     /// Replays a stale copy of something sent long ago.
     fn fault_replay(&mut self, inp: &mut Input<'_>) {
+        self.faults += 1;
         let (hist, q) = if inp.u8() & 1 == 0 {
             (&self.sent_by_req, &mut self.to_resp)
         } else {
@@ -511,6 +632,9 @@ impl World {
                 self.deliver_to_req(&p, true);
                 busy = true;
             }
+            for i in 0..self.cfg.qps {
+                self.poll(i);
+            }
             self.check();
             if self.progress {
                 self.progress = false;
@@ -524,6 +648,9 @@ impl World {
             }
             if self.nodes.fire_timers(&mut LockToken::root()) == 0 || idle_fires >= IDLE_FIRES {
                 return false;
+            }
+            for i in 0..self.cfg.qps {
+                self.poll(i);
             }
             idle_fires += 1;
         }

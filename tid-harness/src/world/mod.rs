@@ -30,11 +30,12 @@ use tid_alloc::groups::GroupList;
 use tid_flow::{RcvCtxt, Sge};
 use tid_read_proto::packet::{self, Parsed};
 use tid_read_proto::qp;
-use tid_read_proto::rc::{Completion, EngineError, WcStatus};
+use tid_read_proto::rc::retry::Timer;
+use tid_read_proto::rc::{Completion, EngineError, QpState, WcStatus};
 use tid_read_proto::requester::{ReadWr, ReqStats};
 use tid_read_proto::responder::RespStats;
 
-use crate::chip::{self, Arriving};
+use crate::chip::{self, Arriving, DestMemory};
 use crate::doubles::{self, Outbox, PageAllocator, Region, Regions};
 
 /// The two nodes.
@@ -259,25 +260,38 @@ impl<P: Node> TwoNodes<P> {
         self.ready_queue.len()
     }
 
-    /// Action 2: the responder node receives `bytes`.
+    /// Action 2: the responder node receives `bytes`: a TID READ_REQ or
+    /// a plain RDMA READ request.
     pub fn deliver_to_responder(
         &mut self,
         bytes: &[u8],
         root: &mut LockToken<'_, Unlocked>,
     ) -> AtResponder {
-        let (bth, hdr, payload) = match packet::parse(bytes) {
-            Ok((_, Parsed::ReadReq { bth, hdr, payload })) => (bth, hdr, payload),
-            Ok(_) => return AtResponder::Unexpected,
+        let parsed = match packet::parse(bytes) {
+            Ok((_, p)) => p,
             Err(e) => return AtResponder::Unparsable(e),
         };
-        let i = hdr.verbs_qp.wrapping_sub(RESPONDER.qpn) as usize;
+        let i = match parsed {
+            Parsed::ReadReq { hdr, .. } => hdr.verbs_qp,
+            Parsed::ReadRequest { bth, .. } => bth.dest_qp,
+            _ => return AtResponder::Unexpected,
+        }
+        .wrapping_sub(RESPONDER.qpn) as usize;
         let Some(qp) = self.responders.get(i) else {
             return AtResponder::NoSuchQp;
         };
         let (verdict, work) = {
             let mut g = qp.s_lock.lock(root);
-            let v = qp::receive_read_req::<P>(&mut g, bth.psn, &hdr, payload, &self.regions);
-            (v, g.ext.responder.has_work())
+            let v = match parsed {
+                Parsed::ReadReq { bth, hdr, payload } => {
+                    qp::receive_read_req::<P>(&mut g, bth.psn, &hdr, payload, &self.regions)
+                }
+                Parsed::ReadRequest { bth, reth } => {
+                    qp::receive_plain_read::<P>(&mut g, bth.psn, &reth, &self.regions)
+                }
+                _ => return AtResponder::Unexpected,
+            };
+            (v, g.ext.responder.has_work(g.ext.state))
         };
         if work {
             self.mark_ready(i);
@@ -355,9 +369,10 @@ impl<P: Node> TwoNodes<P> {
         )
     }
 
-    /// Action 4: the requester node receives `bytes`: a READ_RESP through
-    /// its chip, an ACK or NAK straight to the QP; then that QP's
-    /// completions are taken, matched and checked.
+    /// Action 4: the requester node receives `bytes`: a TID READ_RESP
+    /// through its chip, an ACK or NAK or a plain READ response straight
+    /// to the QP (eager receive); then that QP's completions are taken,
+    /// matched and checked.
     pub fn deliver_to_requester(
         &mut self,
         bytes: &[u8],
@@ -384,8 +399,12 @@ impl<P: Node> TwoNodes<P> {
         };
         let i = match p {
             Parsed::ReadResp { hdr, .. } => hdr.verbs_qp.wrapping_sub(REQUESTER.qpn),
-            Parsed::Ack { bth, .. } => bth.dest_qp.wrapping_sub(REQUESTER.qpn),
-            Parsed::ReadReq { .. } => return (Arrival::Unexpected, Vec::new()),
+            Parsed::Ack { bth, .. } | Parsed::ReadResponse { bth, .. } => {
+                bth.dest_qp.wrapping_sub(REQUESTER.qpn)
+            }
+            Parsed::ReadReq { .. } | Parsed::ReadRequest { .. } => {
+                return (Arrival::Unexpected, Vec::new());
+            }
         } as usize;
         let Some(qp) = self.requesters.get(i) else {
             return (Arrival::NoSuchQp, Vec::new());
@@ -407,11 +426,27 @@ impl<P: Node> TwoNodes<P> {
                     verdict,
                 }
             }
-            Parsed::Ack { aeth, .. } => {
-                let _ = qp::receive_ack(&self.rcd, qp, &mut g, &aeth);
-                Arrival::Ack { qp: i, aeth }
+            Parsed::Ack { bth, aeth } => {
+                let verdict = qp::receive_ack(&self.rcd, qp, &mut g, bth.psn, &aeth);
+                Arrival::Ack {
+                    qp: i,
+                    aeth,
+                    verdict,
+                }
             }
-            Parsed::ReadReq { .. } => Arrival::Unexpected,
+            Parsed::ReadResponse {
+                bth,
+                kind,
+                aeth,
+                payload,
+            } => {
+                let mut mem = DestMemory(&mut self.mem);
+                let taken = qp::receive_read_response(
+                    &self.rcd, qp, &mut g, bth.psn, kind, aeth, payload, &mut mem,
+                );
+                Arrival::ReadResponse { qp: i, taken }
+            }
+            Parsed::ReadReq { .. } | Parsed::ReadRequest { .. } => Arrival::Unexpected,
         };
         let mut taken = Vec::new();
         while let Some(c) = g.ext.requester.poll() {
@@ -438,7 +473,17 @@ impl<P: Node> TwoNodes<P> {
         let posted = self.posted.get_mut(i).and_then(|p| p.remove(&c.wr_id));
         let data = posted.as_ref().and_then(|p| {
             let ok = c.status == WcStatus::Success;
-            let check = ok.then(|| doubles::check_data(&self.mem, &p.sges, p.remote));
+            let whole_pages = p
+                .sges
+                .iter()
+                .all(|s| s.vaddr % 4096 == 0 && s.length % 4096 == 0);
+            let check = ok.then(|| {
+                if whole_pages {
+                    doubles::check_data(&self.mem, &p.sges, p.remote)
+                } else {
+                    outcome::check_bytes(&self.mem, &p.sges, p.remote)
+                }
+            });
             doubles::unmap(&mut self.mem, &p.sges);
             check
         });
@@ -451,7 +496,8 @@ impl<P: Node> TwoNodes<P> {
     }
 
     /// Action 5, for one QP: requester `i`'s retry timer expires. Returns
-    /// true if it had segments outstanding (and so restarts them).
+    /// true if it was running (and so restarted, or spent the budget).
+    /// The completions it may cause are taken by [`Self::poll`].
     pub fn fire_timer(&mut self, i: usize, root: &mut LockToken<'_, Unlocked>) -> bool {
         let Some(qp) = self.requesters.get(i) else {
             return false;
@@ -460,12 +506,47 @@ impl<P: Node> TwoNodes<P> {
         qp::timeout(&self.rcd, qp, &mut g)
     }
 
-    /// Action 5: every requester's retry timer expires. Returns how many
-    /// had segments outstanding.
+    /// Action 5b, for one QP: requester `i`'s RNR timer expires. Returns
+    /// true if it was running.
+    pub fn fire_rnr_timer(&mut self, i: usize, root: &mut LockToken<'_, Unlocked>) -> bool {
+        let Some(qp) = self.requesters.get(i) else {
+            return false;
+        };
+        let mut g = qp.s_lock.lock(root);
+        qp::rnr_timeout(&self.rcd, qp, &mut g)
+    }
+
+    /// Action 5: every requester timer that runs (retry and RNR) expires.
+    /// Returns how many did.
     pub fn fire_timers(&mut self, root: &mut LockToken<'_, Unlocked>) -> usize {
         (0..self.requesters.len())
-            .filter(|&i| self.fire_timer(i, root))
-            .count()
+            .map(|i| {
+                usize::from(self.fire_rnr_timer(i, root)) + usize::from(self.fire_timer(i, root))
+            })
+            .sum()
+    }
+
+    /// Requester `i`'s retry and RNR timers (each armed with a duration,
+    /// and an epoch that changes with every arm and stop: the caller keeps
+    /// the deadlines).
+    pub fn timers(&self, i: usize, root: &mut LockToken<'_, Unlocked>) -> Option<(Timer, Timer)> {
+        let qp = self.requesters.get(i)?;
+        let g = qp.s_lock.lock(root);
+        let r = &g.ext.requester;
+        Some((r.retry_timer(), r.rnr_timer()))
+    }
+
+    /// The states of QP pair `i`: the requester's and the responder's.
+    pub fn states(&self, i: usize, root: &mut LockToken<'_, Unlocked>) -> (QpState, QpState) {
+        let req = self
+            .requesters
+            .get(i)
+            .map_or(QpState::Error, |qp| qp.s_lock.lock(root).ext.state);
+        let resp = self
+            .responders
+            .get(i)
+            .map_or(QpState::Error, |qp| qp.s_lock.lock(root).ext.state);
+        (req, resp)
     }
 
     /// The requesters' counters, summed.
@@ -507,12 +588,12 @@ impl<P: Node> TwoNodes<P> {
         for qp in &self.requesters {
             l.waiting_qps += u64::from(qp.s_lock.lock(root).waiting());
         }
-        l.qp_refs = self
-            .requesters
-            .iter()
-            .chain(&self.responders)
-            .map(|qp| qp.live_refs().saturating_sub(1) as u64)
-            .sum();
+        for qp in self.requesters.iter().chain(&self.responders) {
+            match qp.live_refs() {
+                0 => l.qp_refs_over_released += 1,
+                n => l.qp_refs += (n - 1) as u64,
+            }
+        }
         l.dma_mappings = self.rcd.dma.live_mappings() as u64;
         l.flow_records = P::live_allocations(&self.rcd.mem) as u64;
         l.mr_refs = self.regions.refs();

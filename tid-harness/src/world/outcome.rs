@@ -4,11 +4,11 @@
 
 use alloc::vec::Vec;
 
-use hfi1_hal::sim::ExpectedOutcome;
+use hfi1_hal::sim::{ExpectedOutcome, SimMemory};
 use tid_flow::Sge;
 use tid_read_proto::packet::PacketError;
 use tid_read_proto::rc::{Completion, EngineError};
-use tid_read_proto::requester::RespVerdict;
+use tid_read_proto::requester::{AckVerdict, RespVerdict};
 use tid_read_proto::responder::ReqVerdict;
 use tid_read_proto::wire::aeth;
 
@@ -92,6 +92,15 @@ pub enum Arrival {
         qp: usize,
         /// Its AETH.
         aeth: aeth::Repr,
+        /// What the requester did with it.
+        verdict: AckVerdict,
+    },
+    /// A plain RDMA READ response reached requester `qp` (eager receive).
+    ReadResponse {
+        /// The requester QP.
+        qp: usize,
+        /// It passed the requester's PSN filter.
+        taken: bool,
     },
 }
 
@@ -99,7 +108,9 @@ impl Arrival {
     /// The requester QP it reached, if any.
     pub fn qp(&self) -> Option<usize> {
         match *self {
-            Self::ReadResp { qp, .. } | Self::Ack { qp, .. } => Some(qp),
+            Self::ReadResp { qp, .. } | Self::Ack { qp, .. } | Self::ReadResponse { qp, .. } => {
+                Some(qp)
+            }
             _ => None,
         }
     }
@@ -131,6 +142,9 @@ pub struct Leaks {
     pub waiting_qps: u64,
     /// QP references beyond each creator's one.
     pub qp_refs: u64,
+    /// QPs whose references were dropped below the creator's one (a
+    /// reference put twice).
+    pub qp_refs_over_released: u64,
     /// DMA mappings alive.
     pub dma_mappings: u64,
     /// Flow-record allocations alive.
@@ -156,6 +170,7 @@ impl Leaks {
             ("queued_qps", self.queued_qps),
             ("waiting_qps", self.waiting_qps),
             ("qp_refs", self.qp_refs),
+            ("qp_refs_over_released", self.qp_refs_over_released),
             ("dma_mappings", self.dma_mappings),
             ("flow_records", self.flow_records),
             ("mr_refs", self.mr_refs),
@@ -179,4 +194,32 @@ pub struct Teardown {
     pub flushed: Vec<Done>,
     /// What was still held after it.
     pub leaks: Leaks,
+}
+
+/// Compares `sges` in `mem` byte by byte with the source bytes from
+/// remote address `remote` on: [`crate::doubles::check_data`] for a
+/// scatter list whose elements do not all start and end on a page (a
+/// plain READ's), where the page check would compare the wrong bytes.
+pub fn check_bytes(mem: &SimMemory, sges: &[Sge], remote: u64) -> DataCheck {
+    let mut c = DataCheck::default();
+    let mut from = remote;
+    let mut got = Vec::new();
+    let mut want = Vec::new();
+    for s in sges {
+        let len = s.length as usize;
+        got.resize(len, 0);
+        want.resize(len, 0);
+        crate::doubles::fill_pattern(from, &mut want);
+        let bad = match mem.read(s.vaddr, &mut got) {
+            Ok(()) => got.iter().zip(&want).filter(|(a, b)| a != b).count() as u64,
+            Err(_) => u64::from(s.length),
+        };
+        if bad > 0 && c.first_bad.is_none() {
+            c.first_bad = Some((s.vaddr, from));
+        }
+        c.mismatched += bad;
+        c.verified += u64::from(s.length) - bad;
+        from = from.wrapping_add(u64::from(s.length));
+    }
+    c
 }

@@ -14,7 +14,10 @@ use tid_flow::{FlowPlatform, RcvCtxt};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::Path;
 use tid_read_proto::qp::TidQp;
-use tid_read_proto::rc::{Connection, MAX_RD_ATOMIC};
+use tid_read_proto::qualify::MIN_LENGTH;
+use tid_read_proto::rc::{
+    Connection, DEFAULT_RETRY_CNT, DEFAULT_RNR_RETRY, DEFAULT_TIMEOUT, MAX_RD_ATOMIC,
+};
 
 /// The numbers a node goes by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +120,16 @@ pub struct Setup {
     pub max_read: u8,
     /// Reads the requester keeps outstanding at most.
     pub max_rd_atomic: u32,
+    /// The RC retry count of every requester QP (0..=7).
+    pub retry_cnt: u8,
+    /// The RNR retry count of every requester QP (7: unlimited).
+    pub rnr_retry: u8,
+    /// The local ACK timeout exponent of every QP (the retry timer runs
+    /// 4.096 us << `timeout`, shifted further for a TID READ_REQ).
+    pub timeout: u8,
+    /// The smallest READ that becomes a TID READ (the kernel's 256 KiB;
+    /// the fuzz world lowers it).
+    pub tid_read_min: u32,
     /// First IB PSN of every connection, both ways.
     pub first_psn: Psn,
     /// Seed of the requester context's flow generations.
@@ -137,6 +150,10 @@ impl Default for Setup {
             seg_len: p.max_len,
             max_read: p.max_read,
             max_rd_atomic: MAX_RD_ATOMIC,
+            retry_cnt: DEFAULT_RETRY_CNT,
+            rnr_retry: DEFAULT_RNR_RETRY,
+            timeout: DEFAULT_TIMEOUT,
+            tid_read_min: MIN_LENGTH,
             first_psn: Psn::new(0x10),
             seed: 1,
             region_len: 1 << 32,
@@ -161,6 +178,7 @@ impl Setup {
             remote_verbs_qpn: sq,
             local: req_params,
             remote: resp_params,
+            tid: true,
             pmtu: self.pmtu,
             path: Path {
                 dlid: RESPONDER.lid,
@@ -168,19 +186,22 @@ impl Setup {
             },
             max_rd_atomic: self.max_rd_atomic,
             remote_read: false,
+            retry_cnt: self.retry_cnt,
+            rnr_retry: self.rnr_retry,
+            timeout: self.timeout,
+            tid_read_min: self.tid_read_min,
         };
         let responder = Connection {
             verbs_qpn: sq,
             remote_verbs_qpn: rq,
             local: resp_params,
             remote: req_params,
-            pmtu: self.pmtu,
             path: Path {
                 dlid: REQUESTER.lid,
                 slid: RESPONDER.lid,
             },
-            max_rd_atomic: self.max_rd_atomic,
             remote_read: true,
+            ..requester
         };
         (requester, responder)
     }

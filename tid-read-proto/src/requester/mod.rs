@@ -1,83 +1,142 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The TID RDMA READ requester (SPEC §5 "Requester", "Requester
-//! receive"): a QP's send queue of READs, each cut into segments that are
-//! set up on the chip, requested with a READ_REQ, received (mostly by the
-//! chip alone) and completed.
+//! The RDMA READ requester (SPEC §5 "Requester", "Requester receive"): a
+//! QP's send queue of READs, each a TID RDMA READ (cut into segments that
+//! are set up on the chip, requested with a READ_REQ and received mostly
+//! by the chip alone) or, when it does not qualify, a plain RDMA READ
+//! (one request, responses copied from the eager buffer), driven by the RC
+//! layer of [`crate::rc`] as `rc.c` drives them.
 //!
 //! The rooms:
 //!
-//! - here: the requester ([`Requester`], posting with
-//!   [`Requester::post_read`], completions with [`Requester::poll`]) and
-//!   the per-segment state kept beside each flow record; `queue`: the
-//!   send queue and the window of segments the responder must still hold;
-//! - [`send`](Requester::send_requests): the send engine, which sets up
-//!   the next segment (SYNC check, hardware flow, RcvArray entries, IB
-//!   PSNs) and sends its READ_REQ;
-//! - [`recv`](Requester::receive_read_resp): the READ_RESPs the chip hands
-//!   to software, software PSN checking after a flow sequence error, RC
-//!   ACKs and NAKs, and completing segments;
-//! - [`recover`](Requester::flush_requests): restarts (after a sequence
-//!   error, the retry timer, a PSN NAK), releasing completed segments'
-//!   TIDs once their generation is left, and flushing the QP.
+//! - here: the requester ([`Requester`]), posting ([`Requester::post_read`],
+//!   qualification, the kernel's rule for a QP in the error state) and
+//!   polling;
+//! - `wqe`: what a posted READ and its segments keep;
+//! - [`send`](Requester::send_requests): the send engine (`hfi1_make_rc_req()`):
+//!   the interlock, the plain READ request, the TID READ segments (SYNC
+//!   point, hardware flow, RcvArray, READ_REQ), and the two restart states;
+//! - [`recv`](Requester::receive_read_resp): a TID READ_RESP the chip
+//!   hands to software (`hfi1_rc_rcv_tid_rdma_read_resp()`) and the KDETH
+//!   error path (`handle_read_kdeth_eflags()`);
+//! - [`ack`](Requester::receive_ack): ACKs, NAKs and plain READ responses
+//!   (`rc_rcv_resp()`, `do_rc_ack()`);
+//! - `recover`: `hfi1_restart_rc()`, `reset_psn()`, the timers, the error
+//!   state, the flush, and the RcvArray quarantine.
 //!
-//! The engine takes what it uses: `&mut Requester`, the [`Connection`],
-//! and the QP's flags, flow state and `s_lock` token ([`QpLocked`]). The
-//! QP-level entry points that take the `s_lock` guard are in
-//! [`crate::qp`].
+//! Deviations from Linux 6.1, each kept for a hole a test shows (the
+//! test named; `tests/regress_rc.rs`, `tests/regress_recovery.rs`), each
+//! failing with the 6.1 rule put back:
 //!
-//! A segment's life, on its ring slot: set up and requested (its flow
-//! record holds its pages, TIDs, flow PSNs and IB PSNs); its packets are
-//! placed by the chip and recorded here, from the packet
-//! software sees and from the chip's flow register; once all are placed
-//! and the stream serving it has ended it completes and *holds* its TIDs
-//! until the QP's flow leaves its generation; then the TIDs are released
-//! and a READ whose segments are all released completes.
-//!
-//! Deviations from the driver, on purpose:
-//!
-//! - Software records which packets of a segment the chip placed (the
-//!   flow register shows the in-sequence ones), and a segment completes
-//!   when all are placed: a restart keeps what was placed.
-//! - Software PSN checking follows the chip's flow register when the
-//!   chip delivers a packet it took in sequence (the driver left the
-//!   expected PSN where the episode started, so a later episode in the
-//!   same generation compared against a stale PSN).
-//! - A restart asked for while segments were still in flight finds none
-//!   in flight when it runs: nothing is sent.
-//! - The flow is released whenever nothing is in flight, not only at SYNC
-//!   points and when no TID READ is outstanding, to free held TIDs; a
-//!   request whose segments all completed is reported once its TIDs are
-//!   released.
-//! - The SYNC check counts a segment's packets as its pages (the most it
-//!   can take), not `seg_len / pmtu`: with an 8 KiB MTU over scattered
-//!   4 KiB pages a segment takes one packet per page, and the driver's
-//!   estimate could run the sequence past 2047.
+//! - **Late copies.** A segment's TIDs are released at its last packet as
+//!   in 6.1 (unprogrammed and unmapped), but the freed RcvArray entries
+//!   are kept out of reuse until the QP's flow leaves the generation the
+//!   segment used (or the pipeline drains and the flow moves to a fresh
+//!   generation): the chip places a sequence-error packet whenever its TID
+//!   is valid, so in 6.1 a late copy of a completed segment is written
+//!   into whatever request got those entries next
+//!   (`late_copy_of_a_completed_segment_never_lands_in_a_reused_tid`).
+//! - **Retry exhausted with several TID READs set up.** Every TID READ's
+//!   TIDs and the flow are released (6.1 releases only the oldest's, and
+//!   the flush frees the others' flow records with their RcvArray entries
+//!   still programmed and their pages mapped;
+//!   `exhausted_budget_releases_every_reads_tids`).
+//! - **The error state leaves the TID wait queues** (6.1 leaves them only
+//!   at reset, so an errored QP at the head of the RcvArray queue blocks
+//!   every QP behind it): [`crate::qp`]'s entry points unwind the wait
+//!   (`errored_qp_leaves_the_rcvarray_queue_and_wakes_the_next`).
+//! - **Counters after a restart.** A segment is counted in
+//!   `pending_tid_r_segs` and `s_num_rd_atomic` while its READ_REQ is
+//!   outstanding, and only such a segment's completion uncounts it: in 6.1
+//!   the restart zeroes the counters, and a last packet of the old stream
+//!   arriving before its segment was requested again wraps the 8-bit
+//!   `s_num_rd_atomic`, parking the QP in `RVT_S_WAIT_RDMAR` for good
+//!   (`late_last_packet_after_a_restart_does_not_wrap_the_read_count`).
+//! - **An ACK for a TID READ segment at or past the send cursor** moves
+//!   the cursor past it, as 6.1 does for every other operation (6.1 then
+//!   re-sends the READ from its start with `comp_seg` reset, naming the
+//!   next segment's TIDs with the first one's address;
+//!   `ack_for_a_tid_segment_moves_the_send_cursor_past_it`); a restart at
+//!   exactly the next segment's first PSN, past every segment set up,
+//!   goes on with that segment (6.1: `IB_WC_LOC_QP_OP_ERR`;
+//!   `restart_past_every_set_up_segment_goes_on_with_the_next`). Any other
+//!   restart that finds no segment completes the oldest READ
+//!   `LOC_QP_OP_ERR` and errors the QP (6.1 completes the READ being
+//!   restarted, possibly not the oldest, and leaves the QP running).
+//! - **A restart re-walking a queued segment's pages** resumes the walk
+//!   after the pages it found (6.1 walks them again for the next segment;
+//!   `resend_resumes_the_walk_after_a_queued_segments_pages`), and a
+//!   segment set up before is sent again as itself, its own remote bytes.
+//! - **A response for a later READ** than the oldest unfinished one asks
+//!   for the restart `do_rc_ack()` asks for, without first releasing that
+//!   segment's TIDs and counting it done (6.1 does both, then re-requests
+//!   the segment into released TIDs). The first sequence error of an
+//!   episode then keeps such a segment's expected PSN when the chip's flow
+//!   has taken all of it (6.1 reads the chip's register always).
+//! - **A last packet whose AETH is not an ACK** (a forged packet) acts as
+//!   the NAK it carries and keeps its segment (6.1 frees the TIDs first;
+//!   `last_packet_with_a_nak_aeth_keeps_its_segment`).
+//! - **An expiry restarts from the oldest TID READ's oldest unfinished
+//!   segment** when a PSN NAK's implicit acknowledgement passed it (6.1
+//!   restarts from `s_last_psn + 1`; with software PSN checking on, that
+//!   segment is never asked for again and the budget runs out;
+//!   `expiry_restarts_from_a_segment_a_psn_nak_passed`).
+//! - **IB PSNs are given when a READ starts**, not when it is posted: a
+//!   TID READ takes one PSN per response packet, a count known exactly
+//!   only once each segment is programmed (the pairing of its page sets
+//!   into TID entries decides it; 6.1's `rvt_div_round_up_mtu()` is
+//!   exact when every entry but the last is a whole number of MTUs,
+//!   which is what `tid-alloc` programs). Until the last segment is set
+//!   up the READ's `lpsn` is the upper bound of one PSN per page. Nothing
+//!   looks at the PSNs of a READ that has not started, so the PSN space
+//!   is ordered as the kernel's.
+//! - **Reserved AETH classes and ignored NAK codes keep the retry timer
+//!   running** (6.1's `bail_stop` stops it, and with the segment's last
+//!   response lost nothing arms it again: a forged packet hangs the QP;
+//!   `reserved_aeth_code_does_not_stop_the_retry_timer`).
+//! - **An ACK that stops a running RNR timer schedules the send engine**
+//!   (6.1 clears `RVT_S_WAIT_RNR` and wakes nothing: a forged RNR NAK on a
+//!   response hangs the QP;
+//!   `ack_stopping_an_rnr_wait_schedules_the_send_engine`).
+//! - **No completion is lost:** a READ keeps its send-queue slot until
+//!   its completion is polled, so a full completion queue refuses the
+//!   post (`full_completion_queue_loses_no_completion`).
 //! - TID entries of LEN 0 (an unpaired filler) are not sent: they name no
 //!   buffer, take no packet, and the responder refuses any entry of LEN 0.
+//!
+//! The engine takes what it uses through an [`Env`]: the receive context,
+//! the QP reference, the QP's flags, flow state and `s_lock` token
+//! ([`QpLocked`]), the [`Connection`] and the QP's [`QpState`]. The
+//! QP-level entry points that take the `s_lock` guard are in [`crate::qp`].
 //!
 //! # Locking
 //!
 //! Every method runs under the QP's `s_lock` (`&mut Requester` is part of
-//! the QP's guarded state, [`QpLocked`] carries its token); the ones that
-//! take a [`QpLocked`] take `exp_lock` through `tid-flow`.
+//! the QP's guarded state, [`Env`] carries its token); the ones that
+//! take an [`Env`] take `exp_lock` through `tid-flow`. The kernel holds
+//! `r_lock` as well on the receive and timer paths; here every path that
+//! changes QP state runs whole under `s_lock`.
 
-mod queue;
+mod ack;
 mod recover;
 mod recv;
 mod send;
+mod wqe;
 
 use alloc::vec::Vec;
-use arrayvec::ArrayVec;
 use hfi1_hal::Psn;
-use hfi1_hal::consts::{MAX_FLOWS, MAX_READ_SEGS_PER_REQ, PAGE_SIZE};
-use hfi1_hal::services::Scheduler;
-use tid_flow::{FlowPlatform, QpLocked, RcvCtxt, Sge, TidRequest};
+use hfi1_hal::consts::{MAX_READ_SEGS_PER_REQ, PAGE_SIZE};
+use hfi1_hal::services::{AllocContext, Scheduler};
+use tid_flow::{FlowPlatform, QpLocked, RcvCtxt, Retired, Sge, TidRequest};
 
-pub use recv::{AckVerdict, ChipFlow, KdethError, RespVerdict};
+pub use ack::AckVerdict;
+pub use recv::{KdethError, RespVerdict};
 
-use queue::{AckWindow, SendQueue};
+use wqe::{ReqState, SegState, TidRead, Wqe};
 
-use crate::rc::{Completion, Connection, EngineError, SQ_SIZE, WcStatus, counters};
+use crate::qualify::{self, NotQualified};
+use crate::rc::retry::{Budgets, Timer};
+use crate::rc::sq::SendQueue;
+use crate::rc::{Completion, Connection, EngineError, QpState, WcStatus, counters};
 
 /// One RDMA READ work request as posted.
 #[derive(Debug, Clone, Copy)]
@@ -88,123 +147,110 @@ pub struct ReadWr<'a> {
     pub remote_addr: u64,
     /// Remote key.
     pub rkey: u32,
-    /// The local buffer: page-aligned, page-multiple elements (in the sim
-    /// the addresses are physical).
+    /// The local buffer (in the sim the addresses are physical). A TID
+    /// READ needs page-aligned, page-multiple elements; any other list
+    /// makes a plain READ.
     pub sges: &'a [Sge],
 }
 
-/// What the requester keeps of one segment beside its flow record, on the
-/// same ring slot.
+/// What the engine borrows from the QP for one call: the receive context,
+/// the QP reference, the QP's flags, flow state and `s_lock` token, the
+/// connection, and the QP's state (shared with the responder).
+///
+/// # Locking
+///
+/// Exists only while the QP's `s_lock` is held (`locked` carries its
+/// token).
+#[derive(Debug)]
+pub struct Env<'a, 't, P: FlowPlatform> {
+    /// The requester's receive context.
+    pub rcd: &'a RcvCtxt<P>,
+    /// The QP.
+    pub qp: &'a P::Ref,
+    /// Flags, flow state and the `s_lock` token, for `tid-flow`.
+    pub locked: QpLocked<'a, 't>,
+    /// The connection.
+    pub conn: &'a Connection,
+    /// The QP's state.
+    pub state: &'a mut QpState,
+}
+
+impl<'t, P: FlowPlatform> Env<'_, 't, P> {
+    /// The flow-engine borrows, for one call.
+    pub fn locked(&mut self) -> QpLocked<'_, 't> {
+        self.locked.reborrow()
+    }
+
+    /// Schedules the QP's send engine. Kernel: `hfi1_schedule_send()`.
+    fn schedule(&self) {
+        self.rcd.sched.schedule_send(self.qp);
+    }
+}
+
+/// Which packet the send engine builds next. Kernel: `qp->s_state` as
+/// `hfi1_make_rc_req()` switches on it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Segment {
-    /// Which packets the chip has placed (bit `i`: the segment's packet
-    /// `i`).
-    placed: u64,
-    /// The segment's last packet was placed in the current stream (the
-    /// responder has finished streaming it).
-    tail_seen: bool,
-    /// Completed; its TIDs wait for the flow to leave its generation.
-    held: bool,
+enum SendState {
+    /// Start (or start again) the WQE at `s_cur` (`OP(SEND_LAST)`, and
+    /// `OP(RDMA_READ_REQUEST)` after a plain READ was sent: the switch's
+    /// default case).
+    #[default]
+    Start,
+    /// Request the rest of a plain READ from `s_psn` (a restart in its
+    /// middle). Kernel: `OP(RDMA_READ_RESPONSE_MIDDLE)`.
+    PlainRest,
+    /// Restart a TID READ at the segment holding `s_psn`. Kernel:
+    /// `TID_OP(READ_RESP)`.
+    TidRestart,
+    /// Send the next segment of the TID READ at `s_cur`. Kernel:
+    /// `TID_OP(READ_REQ)`.
+    TidNext,
 }
 
-impl Segment {
-    /// Packet `pkt` of a segment of `npkts` was placed.
-    fn place(&mut self, pkt: u32, npkts: u32) {
-        if pkt < 64 {
-            self.placed |= 1 << pkt;
-        }
-        if pkt.wrapping_add(1) == npkts {
-            self.tail_seen = true;
-        }
-    }
-
-    /// The first `n` packets of a segment of `npkts` were placed in
-    /// sequence.
-    fn place_first(&mut self, n: u32, npkts: u32) {
-        self.placed |= full_mask(n);
-        if n == npkts {
-            self.tail_seen = true;
-        }
-    }
-
-    /// Every packet placed, and the stream that is serving the segment has
-    /// ended: no packet of it can still be on its way from the responder
-    /// once its TIDs are reused.
-    fn is_complete(&self, npkts: u32) -> bool {
-        let full = full_mask(npkts);
-        self.placed & full == full && self.tail_seen
-    }
+/// The requester's QP flags. Kernel: bits of `qp->s_flags`,
+/// `qp->r_flags`, `qpriv->s_flags`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Flags {
+    /// Waiting for an ACK after a restart sent one packet.
+    /// Kernel: `RVT_S_WAIT_ACK`.
+    wait_ack: bool,
+    /// The next packet is the only one before an ACK. Kernel:
+    /// `RVT_S_SEND_ONE`.
+    send_one: bool,
+    /// Waiting for a read to finish (`s_num_rd_atomic` at its limit).
+    /// Kernel: `RVT_S_WAIT_RDMAR`.
+    wait_rdmar: bool,
+    /// A restart after a sequence error is under way: accept only the
+    /// response it asked for. Kernel: `RVT_R_RDMAR_SEQ`.
+    rdmar_seq: bool,
+    /// Software PSN checking of the oldest segment. Kernel:
+    /// `HFI1_R_TID_SW_PSN`.
+    sw_psn: bool,
+    /// A WQE waits behind the one before it. Kernel:
+    /// `HFI1_S_TID_WAIT_INTERLCK`.
+    interlock: bool,
 }
 
-/// Bits of a segment of `npkts` packets.
-fn full_mask(npkts: u32) -> u64 {
-    if npkts >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << npkts) - 1
-    }
-}
-
-/// The flow-ring slots from `from` up to, not including, `to`.
-fn ring_slots(from: u16, to: u16) -> impl Iterator<Item = u16> {
-    core::iter::successors(Some(from), |&k| Some(tid_flow::ring_next(k)))
-        .take_while(move |&k| k != to)
-}
-
-/// One posted READ. Kernel: `struct rvt_swqe` with its
-/// `tid_rdma_request`.
-struct WorkRequest<P: FlowPlatform> {
-    wr_id: u64,
-    remote_addr: u64,
-    rkey: u32,
-    length: u32,
-    sges: Vec<Sge>,
-    tid: TidRequest<P>,
-    total_segs: u32,
-    /// Segments sent (the next to send). Kernel: `req->cur_seg`.
-    cur_seg: u32,
-    /// Segments completed. Kernel: `req->comp_seg`.
-    comp_seg: u32,
-    /// Its first segment was set up.
-    started: bool,
-    /// Per ring slot, what the segment on it has received.
-    segs: [Segment; MAX_FLOWS],
-}
-
-impl<P: FlowPlatform> WorkRequest<P> {
-    /// Every segment sent and completed, and every TID released.
-    fn done(&self) -> bool {
-        self.comp_seg >= self.total_segs
-            && self.cur_seg >= self.total_segs
-            && self.tid.in_flight() == 0
-    }
-
-    /// The segment on ring slot `k`.
-    fn seg(&self, k: u16) -> Segment {
-        self.segs.get(usize::from(k)).copied().unwrap_or_default()
-    }
-
-    /// The oldest ring slot whose segment is in flight (the held prefix
-    /// from `clear_tail` skipped).
-    fn first_live(&self) -> u16 {
-        ring_slots(self.tid.clear_tail, self.tid.flow_idx)
-            .find(|&k| !self.seg(k).held)
-            .unwrap_or(self.tid.flow_idx)
-    }
-
-    /// Bytes of segment `seg`.
-    fn seg_bytes(&self, seg: u32) -> u32 {
-        let start = u64::from(seg) * u64::from(self.tid.seg_len);
-        let left = u64::from(self.length).saturating_sub(start);
-        u32::try_from(left.min(u64::from(self.tid.seg_len))).unwrap_or(0)
-    }
+/// Where the copy of a plain READ's responses stands. Kernel:
+/// `qp->s_rdma_read_sge`, `qp->s_rdma_read_len`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ReadCopy {
+    /// Bytes of the READ already copied (where the next response goes).
+    offset: u32,
+    /// Bytes left. Kernel: `s_rdma_read_len`.
+    left: u32,
 }
 
 counters! {
     /// What the requester counted.
     pub struct ReqStats {
-        /// READ requests started.
+        /// READs started as TID READs.
         pub requests,
+        /// READs started as plain RDMA READs.
+        pub plain_reads,
+        /// READs posted that did not qualify as TID READs (or whose flow
+        /// records could not be allocated).
+        pub not_qualified,
         /// Segments set up and requested.
         pub segments,
         /// Segments completed.
@@ -215,45 +261,49 @@ counters! {
         pub flow_waits,
         /// SYNC points passed (flow cleared to move to a new generation).
         pub syncs,
-        /// READ_REQ packets sent.
+        /// Flow moves to a fresh generation when the pipeline drained, to
+        /// release quarantined RcvArray entries.
+        pub drain_regenerations,
+        /// READ_REQ and RDMA READ request packets sent.
         pub read_reqs,
-        /// READ_RESPs delivered to software that matched no segment end.
+        /// READ_RESPs and READ responses delivered to software and dropped.
         pub resp_dropped,
         /// READ_RESPs the chip flagged with a KDETH error.
         pub kdeth_errors,
-        /// NAKs received.
+        /// NAKs received (every class but ACK).
         pub naks,
+        /// RNR NAKs received.
+        pub rnr_naks,
         /// Setups refused for memory (DMA mapping, flow records).
         pub no_memory,
-        /// READ_REQs sent again after a restart.
+        /// Request packets sent again after a restart.
         pub retransmits,
-        /// Restarts (in-flight segments requested again).
+        /// Restarts (`hfi1_restart_rc()` calls that spent a retry).
         pub restarts,
-        /// Retry-timer expiries that found segments outstanding.
+        /// Retry-timer expiries that found the timer running.
         pub timeouts,
         /// READ_RESPs of a stale generation (dropped by the chip's check).
         pub stale_dropped,
         /// READ_RESPs with a TID error (dropped).
         pub tid_dropped,
-        /// READ_RESPs with a flow sequence error (placed by the chip, counted
-        /// by software).
+        /// READ_RESPs with a flow sequence error.
         pub seq_errors,
-        /// READ_RESPs whose IB PSN and flow PSN named no segment in flight,
-        /// or whose IB PSN was outside `[s_last_psn, s_psn]`.
+        /// READ_RESPs dropped by the IB PSN check `[s_last_psn, s_psn]`.
         pub psn_dropped,
-        /// Restarts asked for by a flow sequence error (at most one per error
-        /// episode).
+        /// Restarts asked for by a flow sequence error.
         pub seq_restarts,
-        /// Sequence-error READ_RESPs that software PSN checking dropped: ahead
-        /// of or behind the next expected flow PSN, or the first one of an
-        /// episode.
+        /// Sequence-error READ_RESPs that software PSN checking dropped.
         pub sw_dropped,
-        /// Sequence-error READ_RESPs of a segment that already completed (a
-        /// late copy): dropped.
-        pub late_dropped,
-        /// Sequence-error READ_RESPs that named no segment at all: the QP lost
-        /// track of its requests and went to the error state.
-        pub flow_not_found,
+        /// ACKs, NAKs and READ responses outside `(s_last_psn, s_next_psn)`
+        /// or not the one a restart waits for (dropped).
+        pub ack_dropped,
+        /// READ_RESPs that matched no READ: the QP went to the error state.
+        pub no_request,
+        /// Completions in error (any status but success).
+        pub errors,
+        /// Flow records or quarantined entries whose release was refused
+        /// (a release missed before: a bug the sim's tests would show).
+        pub clean_refused,
     }
 }
 
@@ -263,37 +313,37 @@ counters! {
 ///
 /// Part of the QP's state under its `s_lock` ([`crate::qp::TidQp`]).
 pub struct Requester<P: FlowPlatform> {
-    sq: SendQueue<P>,
-    /// The next IB PSN to hand out. Kernel: `req->s_next_psn` /
-    /// `qp->s_psn`.
+    sq: SendQueue<Wqe<P>>,
+    /// One past the last IB PSN handed out. Kernel: `qp->s_next_psn`.
     next_psn: Psn,
+    /// The send cursor. Kernel: `qp->s_psn`.
+    psn: Psn,
     /// The last IB PSN acknowledged. Kernel: `qp->s_last_psn`.
     last_psn: Psn,
-    /// Segments requested and not yet completed. Kernel:
-    /// `qpriv->pending_tid_r_segs` and `qp->s_num_rd_atomic` (every read
-    /// here is a TID READ segment, so the two count the same).
-    in_flight: u32,
-    window: AckWindow,
-    /// READs started and completed. Kernel: `qpriv->tid_r_reqs`,
+    s_state: SendState,
+    flags: Flags,
+    budgets: Budgets,
+    /// The RC retry timer. Kernel: `qp->s_timer` with `RVT_S_TIMER`.
+    retry_timer: Timer,
+    /// The RNR timer. Kernel: `qp->s_rnr_timer` with `RVT_S_WAIT_RNR`.
+    rnr_timer: Timer,
+    /// Reads outstanding: plain READs and TID READ segments requested and
+    /// not completed. Kernel: `qp->s_num_rd_atomic`.
+    num_rd_atomic: u32,
+    /// TID READ segments requested and not completed. Kernel:
+    /// `qpriv->pending_tid_r_segs`.
+    pending_tid_r_segs: u32,
+    /// TID READs posted and completed. Kernel: `qpriv->tid_r_reqs`,
     /// `qpriv->tid_r_comp`.
-    reads_started: u64,
-    reads_done: u64,
-    /// The next segment waits for a SYNC point: everything in flight
-    /// completes, then the flow moves to a fresh generation.
-    sync_pending: bool,
-    /// A restart was asked for; the send engine runs it first.
-    restart_pending: bool,
-    /// Software PSN checking: the next flow PSN expected, set from the
-    /// chip's flow register at the first sequence error of an episode.
-    /// Live only while the QP's flow stays in that generation (moving the
-    /// flow, as a restart, SYNC or release does, ends the episode, as
-    /// reprogramming the flow clears `TID_FLOW_SW_PSN` in the driver).
-    /// Kernel: `TID_FLOW_SW_PSN` + `flow_state.r_next_psn`.
-    sw_psn: Option<hfi1_hal::FlowPsn>,
-    /// A restart was asked for in this error episode; no other until a
-    /// packet shows it took effect. Kernel: `RVT_R_RDMAR_SEQ`.
-    rdmar_seq: bool,
-    completions: ArrayVec<Completion, SQ_SIZE>,
+    tid_r_reqs: u64,
+    tid_r_comp: u64,
+    read_copy: Option<ReadCopy>,
+    /// A request packet went out in this send-engine step, with the timer
+    /// shift of its kind.
+    arm_on_send: Option<u8>,
+    /// RcvArray entries of completed segments, kept out of reuse until the
+    /// flow leaves their generation.
+    quarantine: Vec<Retired>,
     /// What happened so far.
     pub stats: ReqStats,
 }
@@ -302,76 +352,112 @@ impl<P: FlowPlatform> core::fmt::Debug for Requester<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
-            "Requester {{ head {} cur {} tail {} in flight {} sync {} restart {} reqs {}/{}",
-            self.sq.head,
+            "Requester {{ acked {} cur {} tail {} head {} s_psn {:#x} s_next_psn {:#x} \
+             s_last_psn {:#x} {:?} {:?} retries {} rd_atomic {} tid segs {} reqs {}/{} \
+             timer {:?} quarantine {}",
+            self.sq.acked,
             self.sq.cur,
             self.sq.tail,
-            self.in_flight,
-            self.sync_pending,
-            self.restart_pending,
-            self.reads_done,
-            self.reads_started
+            self.sq.head(),
+            self.psn.get(),
+            self.next_psn.get(),
+            self.last_psn.get(),
+            self.s_state,
+            self.flags,
+            self.budgets.retries_left(),
+            self.num_rd_atomic,
+            self.pending_tid_r_segs,
+            self.tid_r_comp,
+            self.tid_r_reqs,
+            self.retry_timer.armed(),
+            self.quarantine.len(),
         )?;
-        for (_, w) in self.sq.iter() {
-            let held = (0u16..)
-                .zip(&w.segs)
-                .fold(0u8, |m, (k, s)| if s.held { m | 1 << k } else { m });
+        for (i, w, st) in self.sq.iter() {
             write!(
                 f,
-                " | wqe {}: segs {}/{}/{} ring {}..{} idx {} held {:#04x}",
+                " | wqe {} @{i} {:#x}..={:#x}",
                 w.wr_id,
-                w.comp_seg,
-                w.cur_seg,
-                w.total_segs,
-                w.tid.clear_tail,
-                w.tid.setup_head,
-                w.tid.flow_idx,
-                held
+                w.psn.get(),
+                w.lpsn.get()
             )?;
+            if let Some(t) = &w.tid {
+                write!(
+                    f,
+                    " tid {:?} segs {}/{}/{} ack_pending {} ring {}..{} idx {}",
+                    t.state,
+                    t.comp_seg,
+                    t.cur_seg,
+                    t.total_segs,
+                    t.ack_pending,
+                    t.req.clear_tail,
+                    t.req.setup_head,
+                    t.req.flow_idx
+                )?;
+            }
+            if let Some(s) = st {
+                write!(f, " {}", s.name())?;
+            }
         }
         f.write_str(" }")
     }
 }
 
 impl<P: FlowPlatform> Requester<P> {
-    /// An idle requester whose first IB PSN is `psn`.
-    pub fn new(psn: Psn) -> Self {
+    /// An idle requester whose first IB PSN is `psn`, with the retry
+    /// budgets of `conn`.
+    pub fn new(conn: &Connection, psn: Psn) -> Self {
         Self {
             sq: SendQueue::new(),
             next_psn: psn,
+            psn,
             last_psn: psn.sub(1),
-            in_flight: 0,
-            window: AckWindow::default(),
-            reads_started: 0,
-            reads_done: 0,
-            sync_pending: false,
-            restart_pending: false,
-            sw_psn: None,
-            rdmar_seq: false,
-            completions: ArrayVec::new(),
+            s_state: SendState::Start,
+            flags: Flags::default(),
+            budgets: Budgets::new(conn.retry_cnt, conn.rnr_retry),
+            retry_timer: Timer::default(),
+            rnr_timer: Timer::default(),
+            num_rd_atomic: 0,
+            pending_tid_r_segs: 0,
+            tid_r_reqs: 0,
+            tid_r_comp: 0,
+            read_copy: None,
+            arm_on_send: None,
+            quarantine: Vec::new(),
             stats: ReqStats::default(),
         }
     }
 
     /// Work requests posted and not yet completed.
     pub fn outstanding(&self) -> u32 {
-        self.sq.len()
+        self.sq.outstanding()
     }
 
-    /// True if another work request fits in the send queue.
+    /// True if another work request fits in the send queue (completions
+    /// not yet polled hold their slots).
     pub fn can_post(&self) -> bool {
-        (self.outstanding() as usize) < SQ_SIZE
+        self.sq.can_post()
     }
 
-    /// Segments requested and not yet completed.
+    /// TID READ segments requested and not yet completed.
     /// Kernel: `qpriv->pending_tid_r_segs`.
     pub fn pending_segments(&self) -> u32 {
-        self.in_flight
+        self.pending_tid_r_segs
     }
 
-    /// The next IB PSN to hand out. Kernel: `qp->s_psn`.
+    /// Reads outstanding (plain READs and TID READ segments).
+    /// Kernel: `qp->s_num_rd_atomic`.
+    pub fn reads_outstanding(&self) -> u32 {
+        self.num_rd_atomic
+    }
+
+    /// One past the last IB PSN handed out. Kernel: `qp->s_next_psn`.
     pub fn next_psn(&self) -> Psn {
         self.next_psn
+    }
+
+    /// The send cursor. Kernel: `qp->s_psn`.
+    pub fn send_psn(&self) -> Psn {
+        self.psn
     }
 
     /// The last IB PSN acknowledged. Kernel: `qp->s_last_psn`.
@@ -379,90 +465,134 @@ impl<P: FlowPlatform> Requester<P> {
         self.last_psn
     }
 
-    /// Takes the oldest completion. Kernel: `ib_poll_cq()`.
-    pub fn poll(&mut self) -> Option<Completion> {
-        if self.completions.is_empty() {
-            None
-        } else {
-            Some(self.completions.remove(0))
-        }
+    /// Restarts left before the next one exhausts the retry budget.
+    /// Kernel: `qp->s_retry`.
+    pub fn retries_left(&self) -> u8 {
+        self.budgets.retries_left()
     }
 
-    /// Posts an RDMA READ (every READ here is a TID READ: the caller's
-    /// buffers are page aligned) and schedules the send engine.
-    /// Kernel: `rvt_post_send()` + the setup in `setup_tid_rdma_wqe()`
-    /// (`seg_len = min(remote max_len, length)`, `n_flows = remote
-    /// max_read`).
+    /// The retry timer. Kernel: `qp->s_timer`.
+    pub fn retry_timer(&self) -> Timer {
+        self.retry_timer
+    }
+
+    /// The RNR timer. Kernel: `qp->s_rnr_timer`.
+    pub fn rnr_timer(&self) -> Timer {
+        self.rnr_timer
+    }
+
+    /// RcvArray entries kept out of reuse by completed segments.
+    pub fn quarantined_entries(&self) -> u32 {
+        self.quarantine.iter().map(Retired::entries).sum()
+    }
+
+    /// Takes the oldest completion. Kernel: `ib_poll_cq()`.
+    pub fn poll(&mut self) -> Option<Completion> {
+        self.sq.poll().map(|(w, status)| Completion {
+            wr_id: w.wr_id,
+            length: w.length,
+            status,
+        })
+    }
+
+    /// Posts an RDMA READ and schedules the send engine. A READ of at
+    /// least `conn.tid_read_min` bytes (256 KiB on a real QP) over
+    /// page-aligned, page-multiple elements on a connection with TID
+    /// RDMA becomes a TID READ (`seg_len = min(remote max_len, length)`,
+    /// `n_flows = remote max_read`, flow records allocated now); any
+    /// other, or one whose flow records cannot be allocated, stays a plain
+    /// RDMA READ. Zero-length elements are dropped first, as rdmavt drops
+    /// them. On a QP in the error state the post is accepted and the READ
+    /// completes [`WcStatus::Flushed`] at once, nothing started (rdmavt's
+    /// rule).
+    /// Kernel: `rvt_post_send()` → `rvt_post_one_wr()` → `hfi1_setup_wqe()`
+    /// → `hfi1_setup_tid_rdma_wqe()` / `setup_tid_rdma_wqe()`.
     ///
     /// # Locking
     ///
-    /// The QP's `s_lock` held (`&mut self`).
+    /// The QP's `s_lock` held (`env`).
     ///
     /// # Errors
     ///
-    /// [`EngineError::QueueFull`], [`EngineError::BadSgl`] (empty,
-    /// unaligned, or longer than 4 GiB - 1), [`EngineError::NoMemory`].
+    /// [`EngineError::QueueFull`] (completions not yet polled count),
+    /// [`EngineError::BadSgl`] (longer than 2 GiB),
+    /// [`EngineError::NoMemory`] (the element list could not be copied).
     pub fn post_read(
         &mut self,
-        rcd: &RcvCtxt<P>,
-        qp: &P::Ref,
-        conn: &Connection,
+        env: &mut Env<'_, '_, P>,
         wr: &ReadWr<'_>,
     ) -> Result<(), EngineError> {
-        if !self.can_post() {
+        if !self.sq.can_post() {
             return Err(EngineError::QueueFull);
         }
-        let page = u64::from(PAGE_SIZE);
-        let aligned = |s: &Sge| s.length != 0 && s.vaddr % page == 0 && s.length % PAGE_SIZE == 0;
-        let total = wr
-            .sges
-            .iter()
-            .try_fold(0u64, |t, s| aligned(s).then(|| t + u64::from(s.length)))
-            .ok_or(EngineError::BadSgl)?;
-        let length = u32::try_from(total).map_err(|_| EngineError::BadSgl)?;
-        if length == 0 {
+        let total = wr.sges.iter().map(|s| u64::from(s.length)).sum::<u64>();
+        if total > 1 << 31 {
             return Err(EngineError::BadSgl);
         }
+        let length = u32::try_from(total).map_err(|_| EngineError::BadSgl)?;
         let mut sges = Vec::new();
         sges.try_reserve_exact(wr.sges.len())
             .map_err(|_| EngineError::NoMemory)?;
-        sges.extend_from_slice(wr.sges);
-        let seg_len = conn.remote.max_len.min(length).max(PAGE_SIZE);
-        let n_flows = u16::from(conn.remote.max_read).clamp(1, MAX_READ_SEGS_PER_REQ as u16);
-        self.sq.push(WorkRequest {
-            wr_id: wr.wr_id,
-            remote_addr: wr.remote_addr,
-            rkey: wr.rkey,
-            length,
-            sges,
-            tid: TidRequest::new(seg_len, n_flows, conn.pmtu),
-            total_segs: length.div_ceil(seg_len),
-            cur_seg: 0,
-            comp_seg: 0,
-            started: false,
-            segs: [Segment::default(); MAX_FLOWS],
-        });
-        rcd.sched.schedule_send(qp);
+        sges.extend(wr.sges.iter().copied().filter(|s| s.length != 0));
+        let mut w = Wqe::new(wr, length, sges);
+        let status = if env.state.receives() {
+            w.tid = self.plan_tid(env, &w);
+            if w.tid.is_some() {
+                self.tid_r_reqs += 1;
+            } else {
+                self.stats.not_qualified += 1;
+            }
+            None
+        } else {
+            Some(WcStatus::Flushed)
+        };
+        self.sq.push(w, status);
+        env.schedule();
         Ok(())
     }
 
-    /// Moves finished requests at the head of the send queue to the
-    /// completion queue and frees their flow records.
-    /// Kernel: `do_rc_completion()` + `__trdma_clean_swqe()`.
-    fn retire(&mut self) {
-        while !self.completions.is_full() {
-            let Some(mut w) = self.sq.pop_done() else {
-                break;
-            };
-            // The ring is empty once every segment completed.
-            let _ = w.tid.clean_swqe();
-            // Room was checked above.
-            let _ = self.completions.try_push(Completion {
-                wr_id: w.wr_id,
-                length: w.length,
-                status: WcStatus::Success,
-            });
+    /// The TID part of a READ that qualifies, with its flow records
+    /// allocated; `None` for a plain READ.
+    /// Kernel: `setup_tid_rdma_wqe()`.
+    fn plan_tid(&mut self, env: &Env<'_, '_, P>, w: &Wqe<P>) -> Option<TidRead<P>> {
+        let conn = env.conn;
+        let wr = qualify::WorkRequest {
+            opcode: qualify::WrOpcode::RdmaRead,
+            length: w.length,
+            sges: &[],
+            psn: self.next_psn,
+        };
+        let path = qualify::Path {
+            dlid: u32::from(conn.path.dlid),
+            port_lid: u32::from(conn.path.slid),
+            lmc: 0,
+            is_9b: true,
+            pmtu: conn.pmtu,
+            remote: conn.remote_tid(),
+        };
+        let aligned = qualify::sge_list_aligned(w.sges.iter().map(|s| (s.vaddr, s.length)));
+        let plan = match qualify::qualify_min(&wr, &path, conn.tid_read_min) {
+            Ok(_) if !aligned => Err(NotQualified::Unaligned),
+            r => r,
+        };
+        let plan = plan.ok()?;
+        let n_flows = u16::from(plan.n_flows).clamp(1, MAX_READ_SEGS_PER_REQ as u16);
+        let seg_len = plan.seg_len.max(PAGE_SIZE);
+        let mut req = TidRequest::new(seg_len, n_flows, conn.pmtu);
+        if req.alloc_flows(&env.rcd.mem, AllocContext::Atomic).is_err() {
+            self.stats.no_memory += 1;
+            return None;
         }
+        Some(TidRead {
+            req,
+            total_segs: w.length.div_ceil(seg_len),
+            cur_seg: 0,
+            comp_seg: 0,
+            ack_pending: 0,
+            state: ReqState::Active,
+            s_next_psn: Psn::new(0),
+            segs: [SegState::default(); hfi1_hal::consts::MAX_FLOWS],
+        })
     }
 }
 

@@ -1,289 +1,359 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! Recovery: restarts from the oldest segment in flight (after a flow
-//! sequence error, the retry timer or a PSN NAK), releasing the TIDs of
-//! completed segments once the flow has left their generation, and
-//! flushing the QP.
-//!
-//! A restart (SPEC §5 "Restart") rewinds the oldest segment in flight and
-//! every later one to their start, with the same flow PSNs and
-//! generation, and their READ_REQs go out again; the responder streams
-//! them again. Completed segments keep their TIDs until the flow leaves
-//! their generation: the chip places sequence-error packets (the TID is
-//! valid), so a late copy must never find a TID that was handed to
-//! another request.
+//! Recovery: the RC restart (`hfi1_restart_rc()` with its retry budget,
+//! `reset_psn()`), the retry and RNR timers' expiry, the error state
+//! (`rvt_error_qp()` with everything the QP holds released), the flush at
+//! destroy, and the hardware flow's release with the RcvArray quarantine.
 
-use hfi1_hal::FlowPsn;
-use hfi1_hal::services::Scheduler;
+use hfi1_hal::Psn;
 use tid_flow::{
-    FlowError, FlowPlatform, QpFlowState, QpLocked, RcvCtxt, clear_hw_flow, exp_rcv_clear,
-    exp_rcv_clear_all, setup_hw_flow,
+    FlowPlatform, clear_hw_flow, exp_rcv_clear_all, exp_rcv_retire, regenerate_hw_flow,
+    release_retired,
 };
 
-use super::{Reborrow, Requester, WorkRequest, full_mask, ring_slots};
-use crate::rc::{Completion, EngineError, WcStatus};
-
-impl<P: FlowPlatform> WorkRequest<P> {
-    /// The oldest ring slot if its segment completed and may give its
-    /// TIDs back: the QP's flow (generation `now`) no longer runs the
-    /// generation the segment was received in.
-    fn releasable(&self, now: Option<hfi1_hal::Generation>) -> Option<u16> {
-        let k = self.tid.clear_tail;
-        if k == self.tid.flow_idx || !self.seg(k).held {
-            return None;
-        }
-        let seg_gen = self.tid.flow(k).map(|r| r.psns.generation);
-        (now.is_none() || now != seg_gen).then_some(k)
-    }
-}
+use super::{Env, Flags, Requester, SendState};
+use crate::rc::sq::SendQueue;
+use crate::rc::{EngineError, WcStatus};
 
 impl<P: FlowPlatform> Requester<P> {
-    /// The retry timer expired: if segments are outstanding, restart from
-    /// the oldest one ([`Requester::send_requests`] runs the restart) and
-    /// schedule the send engine. Returns whether a restart was asked for.
-    /// Kernel: `hfi1_rc_timeout()` → `hfi1_restart_rc()` for a TID READ.
+    /// Backs up to resend from IB PSN `psn` (`wait`: send one request,
+    /// then wait for an ACK). Spends one retry; with none left the oldest
+    /// READ completes [`WcStatus::RetryExceeded`] and the QP goes to the
+    /// error state. Kernel: `hfi1_restart_rc()`.
+    ///
+    /// Deviation: with the budget spent, every TID READ's TIDs and the
+    /// flow are released, not only the oldest READ's (see the module doc).
     ///
     /// # Locking
     ///
-    /// The QP's `s_lock` held (`&mut self`).
-    pub fn timeout(&mut self, rcd: &RcvCtxt<P>, qp: &P::Ref) -> bool {
-        if self.in_flight == 0 {
+    /// The QP's `s_lock` held (`env`).
+    pub(super) fn restart_rc(&mut self, env: &mut Env<'_, '_, P>, psn: Psn, wait: bool) {
+        if self.sq.acked == self.sq.tail {
+            return;
+        }
+        if !self.budgets.spend_retry() {
+            self.fail_oldest(env, WcStatus::RetryExceeded);
+            return;
+        }
+        self.stats.restarts += 1;
+        self.flags.wait_rdmar = false;
+        self.flags.wait_ack = false;
+        if wait {
+            self.flags.send_one = true;
+        }
+        self.reset_psn(psn);
+    }
+
+    /// The state to resend from IB PSN `psn`: `s_cur` and `s_state` at the
+    /// READ holding it, `s_psn = psn`, and the reads outstanding recounted.
+    /// Kernel: `reset_psn()` with `update_num_rd_atomic()`.
+    ///
+    /// Deviation: a segment (or plain READ) stays counted outstanding if
+    /// it lies before `psn` and was counted; everything from `psn` on is
+    /// uncounted and counted again when its request is sent again (6.1
+    /// zeroes the counters and adds back an estimate; see the module doc).
+    pub(super) fn reset_psn(&mut self, psn: Psn) {
+        let n0 = self.sq.acked;
+        self.sq.cur = n0;
+        self.uncount_from(psn);
+        let Some(first) = self.sq.get(n0) else {
+            self.s_state = SendState::Start;
+            self.reset_done(psn);
+            return;
+        };
+        if psn.delta(first.psn) <= 0 {
+            self.s_state = SendState::Start;
+            self.reset_done(psn);
+            return;
+        }
+        let mut at_start = false;
+        for n in SendQueue::<()>::range(n0.wrapping_add(1), self.sq.tail) {
+            let Some(w) = self.sq.get(n) else { break };
+            let diff = psn.delta(w.psn);
+            if diff < 0 {
+                break;
+            }
+            self.sq.cur = n;
+            if diff == 0 {
+                at_start = true;
+                break;
+            }
+        }
+        self.s_state = if at_start {
+            SendState::Start
+        } else if self.sq.get(self.sq.cur).is_some_and(|w| w.tid.is_some()) {
+            SendState::TidRestart
+        } else {
+            SendState::PlainRest
+        };
+        self.reset_done(psn);
+    }
+
+    fn reset_done(&mut self, psn: Psn) {
+        self.flags.interlock = false;
+        self.psn = psn;
+    }
+
+    /// Uncounts every request outstanding from IB PSN `psn` on: plain
+    /// READs that start there or later, TID READ segments whose first PSN
+    /// is there or later; each TID READ's `ack_pending` is what stays
+    /// counted.
+    fn uncount_from(&mut self, psn: Psn) {
+        let (mut reads, mut segs) = (0u32, 0u32);
+        for (_, w) in self.sq.unfinished_mut() {
+            let at_or_after = |p: Psn| p.delta(psn) >= 0;
+            match w.tid.as_mut() {
+                None => {
+                    if w.counted && at_or_after(w.psn) {
+                        w.counted = false;
+                    }
+                    reads += u32::from(w.counted);
+                }
+                Some(t) => {
+                    let mut pending = 0;
+                    for k in t.live_slots().collect::<arrayvec::ArrayVec<u16, 8>>() {
+                        let spsn = t.req.flow(k).map(|r| r.psns.ib_spsn);
+                        if let Some(s) = t.seg_mut(k) {
+                            if s.counted && spsn.is_none_or(at_or_after) {
+                                s.counted = false;
+                            }
+                            pending += u32::from(s.counted);
+                        }
+                    }
+                    t.ack_pending = pending;
+                    segs += pending;
+                }
+            }
+        }
+        self.pending_tid_r_segs = segs;
+        self.num_rd_atomic = reads + segs;
+    }
+
+    /// The retry timer expired: if it was running, restart from
+    /// `s_last_psn + 1` sending one request, then wait for an ACK. Returns
+    /// whether it was running. Kernel: `rvt_rc_timeout()` →
+    /// `hfi1_restart_rc(qp, qp->s_last_psn + 1, 1)`.
+    ///
+    /// # Locking
+    ///
+    /// The QP's `s_lock` held (`env`).
+    ///
+    /// Deviation: if the oldest READ is a TID READ whose oldest segment
+    /// not completed starts at or before `s_last_psn` (a PSN NAK's
+    /// implicit acknowledgement passed it: the responder had its request,
+    /// the requester never got its last packet), the restart is from that
+    /// segment's first PSN and `s_last_psn` goes back before it. 6.1
+    /// restarts from `s_last_psn + 1`: that segment is then re-requested
+    /// only by the first sequence error of an episode
+    /// (`restart_tid_rdma_read_req()`); once software PSN checking is on,
+    /// every later packet is behind it and dropped, and each expiry asks
+    /// for the segments after it again, until the budget runs out.
+    pub fn timeout(&mut self, env: &mut Env<'_, '_, P>) -> bool {
+        if !self.retry_timer.expire() || !env.state.receives() {
             return false;
         }
         self.stats.timeouts += 1;
-        self.restart_pending = true;
-        rcd.sched.schedule_send(qp);
+        let from = self.timeout_psn();
+        if from.delta(self.last_psn) <= 0 {
+            self.last_psn = from.sub(1);
+        }
+        self.restart_rc(env, from, true);
+        env.schedule();
         true
     }
 
-    /// Releases the TIDs of completed segments once the QP's flow has left
-    /// the generation they were received in, oldest first, and retires the
-    /// requests that are then done. Kernel: the `hfi1_kern_exp_rcv_clear()`
-    /// of `hfi1_rc_rcv_tid_rdma_read_resp()`, moved later.
-    ///
-    /// Why later: the chip places a packet whose sequence is behind its
-    /// flow (a duplicate, a stale copy, a straggler) as long as the TID is
-    /// valid. Once a segment's TIDs are handed to another request such a
-    /// packet of the old segment would overwrite the new owner's data.
-    /// While the flow keeps the generation the old segment was received
-    /// in, its TIDs stay with it; after the flow moves on, any late packet
-    /// of it fails the generation check and is dropped unplaced. The flow
-    /// moves on whenever nothing is in flight (and at SYNC points and
-    /// restarts), so held TIDs come back as soon as the QP's pipeline
-    /// drains.
+    /// Where an expiry restarts (see [`Self::timeout`]): `s_last_psn + 1`,
+    /// or the first PSN of the oldest TID READ's oldest unfinished segment
+    /// if that lies before it.
+    fn timeout_psn(&self) -> Psn {
+        let next = self.last_psn.add(1);
+        self.sq
+            .get(self.sq.acked)
+            .filter(|_| self.sq.acked != self.sq.tail)
+            .and_then(|w| w.tid.as_ref())
+            .and_then(|t| t.oldest())
+            .map(|r| r.psns.ib_spsn)
+            .filter(|s| s.delta(next) < 0)
+            .unwrap_or(next)
+    }
+
+    /// The RNR timer expired: sending resumes. Returns whether it was
+    /// running. Kernel: `rvt_rc_rnr_retry()`.
     ///
     /// # Locking
     ///
-    /// The QP's `s_lock` held (`locked`, `&mut self`); takes `exp_lock`
-    /// through `tid-flow`.
-    pub(super) fn release_held(
-        &mut self,
-        rcd: &RcvCtxt<P>,
-        qp: &P::Ref,
-        mut locked: QpLocked<'_, '_>,
-    ) -> Result<(), EngineError> {
-        let mut first_err = None;
-        for (_, w) in self.sq.iter_mut() {
-            loop {
-                let now = locked.flow.index.map(|_| locked.flow.generation);
-                let Some(k) = w.releasable(now) else { break };
-                if let Some(s) = w.segs.get_mut(usize::from(k)) {
-                    s.held = false;
-                }
-                if let Err(e) = exp_rcv_clear(rcd, &mut w.tid, qp, locked.reborrow()) {
-                    first_err.get_or_insert(e);
-                    break;
+    /// The QP's `s_lock` held (`env`).
+    pub fn rnr_timeout(&mut self, env: &mut Env<'_, '_, P>) -> bool {
+        if !self.rnr_timer.expire() {
+            return false;
+        }
+        env.schedule();
+        true
+    }
+
+    /// Stops both timers. Kernel: `rvt_stop_rc_timers()`.
+    pub(super) fn stop_timers(&mut self) {
+        self.retry_timer.stop();
+        self.rnr_timer.stop();
+    }
+
+    /// The oldest READ completes with `status` and the QP goes to the
+    /// error state. Kernel: the class-B end of `do_rc_ack()` and
+    /// `hfi1_restart_rc()` (`hfi1_trdma_send_complete()` +
+    /// `rvt_error_qp()`).
+    pub(super) fn fail_oldest(&mut self, env: &mut Env<'_, '_, P>, status: WcStatus) {
+        self.error_qp_with(env, Some(status));
+    }
+
+    /// Moves the QP to the error state: timers stopped, waits cleared,
+    /// every TID, flow, flow record and DMA mapping released, every READ
+    /// not completed completes [`WcStatus::Flushed`]. The QP's TID wait
+    /// is unwound by [`crate::qp`] (it needs the whole guard). No-op for a
+    /// QP already there except that anything still held is released.
+    /// Kernel: `rvt_error_qp()` and the flush of `hfi1_make_rc_req()`,
+    /// with the release of `hfi1_kern_read_tid_flow_free()` for every
+    /// READ.
+    pub(super) fn error_qp(&mut self, env: &mut Env<'_, '_, P>) {
+        self.error_qp_with(env, None);
+    }
+
+    /// [`Self::error_qp`], the oldest READ not completed completing with
+    /// `first` (if given) instead of flushed.
+    fn error_qp_with(&mut self, env: &mut Env<'_, '_, P>, first: Option<WcStatus>) {
+        *env.state = crate::rc::QpState::Error;
+        self.stop_timers();
+        self.flags = Flags::default();
+        self.release_everything(env);
+        let unfinished: arrayvec::ArrayVec<u32, { crate::rc::SQ_SIZE }> =
+            self.sq.unfinished_mut().map(|(i, _)| i).collect();
+        for (n, i) in unfinished.into_iter().enumerate() {
+            let status = match first {
+                Some(s) if n == 0 && i == self.sq.acked => s,
+                _ => WcStatus::Flushed,
+            };
+            self.sq.complete(i, status);
+            self.stats.errors += 1;
+        }
+        let head = self.sq.head();
+        self.sq.acked = head;
+        self.sq.cur = head;
+        self.sq.tail = head;
+        self.num_rd_atomic = 0;
+        self.pending_tid_r_segs = 0;
+        self.tid_r_comp = self.tid_r_reqs;
+        self.read_copy = None;
+        self.s_state = SendState::Start;
+    }
+
+    /// Releases the hardware flow first (late packets then fail the
+    /// generation check), then every READ's segments and flow records and
+    /// the quarantine.
+    fn release_everything(&mut self, env: &mut Env<'_, '_, P>) {
+        clear_hw_flow(env.rcd, env.qp, env.locked());
+        for (_, w) in self.sq.unfinished_mut() {
+            if let Some(t) = w.tid.as_mut() {
+                exp_rcv_clear_all(env.rcd, &mut t.req, env.qp, env.locked());
+                if t.req.clean_swqe().is_err() {
+                    self.stats.clean_refused += 1;
                 }
             }
         }
-        self.retire();
-        match first_err {
-            Some(e) => Err(e.into()),
-            None => Ok(()),
-        }
+        self.release_quarantine(env);
     }
 
-    /// Restarts from the oldest segment in flight (SPEC §5 "Restart"): its
-    /// IB PSN is the restart point; that segment's and every later
-    /// segment's packet and offset cursors are rewound to their start and
-    /// the send queue is rewound so their READ_REQs go out again (the
-    /// responder treats each as a duplicate and streams it again).
-    /// Kernel: `restart_tid_rdma_read_req()` → `hfi1_restart_rc()` →
-    /// `hfi1_tid_rdma_restart_req()`.
-    ///
-    /// The segments keep their flow PSNs and generation, as in the driver:
-    /// the chip's flow register still waits for the first packet it
-    /// missed, so the repeated stream brings it back in sequence, and what
-    /// comes before is behind it (dropped by software PSN checking). Only
-    /// if the QP no longer holds the flow its segments were set up in (it
-    /// cannot while segments are in flight; kept as a fallback) are they
-    /// re-armed in a fresh generation. Returns false if that fallback had
-    /// to wait for a hardware flow (the QP is queued and the restart stays
-    /// pending).
+    /// Destroys the requester's state: as the error state, and the flow
+    /// released even if the QP was there already. Kernel: the requester
+    /// part of `rvt_reset_qp()` (`hfi1_qp_kern_exp_rcv_clear_all()`,
+    /// `hfi1_kern_clear_hw_flow()`).
     ///
     /// # Locking
     ///
-    /// The QP's `s_lock` held (`locked`, `&mut self`); takes `exp_lock`
-    /// through `tid-flow`.
-    pub(super) fn restart(
-        &mut self,
-        rcd: &RcvCtxt<P>,
-        qp: &P::Ref,
-        mut locked: QpLocked<'_, '_>,
-    ) -> Result<bool, EngineError> {
-        if self.in_flight == 0 {
-            // Everything completed since the restart was asked for.
-            self.restart_pending = false;
-            return Ok(true);
-        }
-        let same_gen = self.in_flow_generation(locked.flow);
-        if !same_gen && !self.move_to_fresh_generation(rcd, qp, locked.reborrow())? {
-            return Ok(false);
-        }
-        if let Some(first) = self.rewind(locked.flow, same_gen) {
-            // The send queue resumes at the oldest request with a segment
-            // to send again (never later than where it stood).
-            self.sq.rewind_to(first);
-        }
-        self.restart_pending = false;
-        if !same_gen {
-            // The flow left the generation of the error episode: its
-            // packets now fail the generation check, and a new sequence
-            // error is a new episode.
-            self.rdmar_seq = false;
-            self.sw_psn = None;
-        }
-        self.stats.restarts += 1;
-        Ok(true)
+    /// The QP's `s_lock` held (`env`).
+    pub fn destroy(&mut self, env: &mut Env<'_, '_, P>) {
+        self.error_qp(env);
     }
 
-    /// True if every segment in flight was set up in the QP's flow as it
-    /// stands (its index and generation).
-    fn in_flow_generation(&self, flow: &QpFlowState) -> bool {
-        flow.index.is_some()
-            && self.sq.iter().all(|(_, w)| {
-                ring_slots(w.first_live(), w.tid.flow_idx).all(|k| {
-                    w.tid.flow(k).is_some_and(|r| {
-                        r.idx == flow.index && r.psns.generation == flow.generation
-                    })
-                })
+    /// The hardware flow is released (its generation moves on, its bit is
+    /// freed, the flow queue's head woken), software PSN checking ends,
+    /// and the quarantined RcvArray entries come back.
+    /// Kernel: `hfi1_kern_clear_hw_flow()` + clearing `HFI1_R_TID_SW_PSN`.
+    pub(super) fn clear_flow(&mut self, env: &mut Env<'_, '_, P>) -> Result<(), EngineError> {
+        clear_hw_flow(env.rcd, env.qp, env.locked());
+        self.flags.sw_psn = false;
+        self.release_quarantine(env);
+        Ok(())
+    }
+
+    /// No segment is set up while the QP keeps its flow (a TID READ it
+    /// posted is not finished), entries wait in the quarantine, and a QP
+    /// waits for RcvArray space (`waiting`, or someone on the RcvArray
+    /// queue): the flow moves to a fresh generation, keeping its slot, and
+    /// the entries come back (waking the queue's head). Without this a QP
+    /// whose next segment waits for the very entries it, or a QP that
+    /// keeps its flow, quarantined would wait for ever; 6.1 frees them at
+    /// once, which is the late-copy hole.
+    pub(super) fn drain_quarantine(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        waiting: bool,
+    ) -> Result<(), EngineError> {
+        if self.segments_set_up() || self.quarantine.is_empty() {
+            return Ok(());
+        }
+        let waiters = waiting || {
+            let es = env.rcd.exp_lock.lock(env.locked.token);
+            es.waiters.len(qp_wait::QueueKind::RcvArray) > 0
+        };
+        if !waiters {
+            return Ok(());
+        }
+        if regenerate_hw_flow(env.rcd, env.locked()) {
+            self.stats.drain_regenerations += 1;
+        }
+        self.flags.sw_psn = false;
+        self.release_quarantine(env);
+        Ok(())
+    }
+
+    /// True if any TID READ has a segment set up and not completed (after
+    /// a restart such a segment is not counted outstanding until it is
+    /// requested again, but its flow PSNs and TIDs are still live).
+    pub(super) fn segments_set_up(&self) -> bool {
+        self.pending_tid_r_segs != 0
+            || self.sq.iter().any(|(_, w, s)| {
+                s.is_none() && w.tid.as_ref().is_some_and(|t| t.req.in_flight() > 0)
             })
     }
 
-    /// The restart's fallback: the flow moves to a fresh generation,
-    /// keeping its slot if it has one (a QP holding TIDs must not wait for
-    /// a flow held by QPs waiting for its TIDs), and held TIDs come back.
-    /// False if a flow had to be waited for.
-    ///
-    /// # Locking
-    ///
-    /// The QP's `s_lock` held; takes `exp_lock` through `tid-flow`.
-    fn move_to_fresh_generation(
-        &mut self,
-        rcd: &RcvCtxt<P>,
-        qp: &P::Ref,
-        mut locked: QpLocked<'_, '_>,
-    ) -> Result<bool, EngineError> {
-        if !tid_flow::regenerate_hw_flow(rcd, locked.reborrow()) {
-            match setup_hw_flow(rcd, qp, locked.reborrow()) {
-                Ok(()) => {}
-                Err(FlowError::Again) => {
-                    self.stats.flow_waits += 1;
-                    return Ok(false);
-                }
-                Err(e) => return Err(e.into()),
-            }
+    /// Gives every quarantined RcvArray entry back. Called only once the
+    /// flow left the generation they served.
+    pub(super) fn release_quarantine(&mut self, env: &mut Env<'_, '_, P>) {
+        for r in self.quarantine.drain(..) {
+            release_retired(env.rcd, env.qp, env.locked(), r);
         }
-        self.release_held(rcd, qp, locked)?;
-        self.sync_pending = false;
-        Ok(true)
     }
 
-    /// Rewinds every segment in flight to its start (re-armed in `flow`'s
-    /// generation unless `same_gen`) and each request's send cursor to its
-    /// oldest one. Returns the send-queue position of the oldest request
-    /// with a segment to send again.
-    fn rewind(&mut self, flow: &mut QpFlowState, same_gen: bool) -> Option<u32> {
-        let mut first = None;
-        for (i, w) in self.sq.iter_mut() {
-            let live = w.first_live();
-            let sent = tid_flow::ring_count(w.tid.flow_idx, live);
-            for k in ring_slots(live, w.tid.flow_idx) {
-                let Some(rec) = w.tid.flow_mut(k) else {
-                    continue;
-                };
-                if !same_gen {
-                    let spsn = flow.psn;
-                    rec.idx = flow.index;
-                    rec.psns.generation = flow.generation;
-                    rec.psns.spsn = spsn;
-                    rec.psns.lpsn = spsn.wrapping_add(rec.npkts).wrapping_sub(1);
-                    rec.psns.r_next_psn = FlowPsn::new(flow.generation, spsn);
-                    flow.psn = flow.psn.wrapping_add(rec.npkts);
-                }
-                // Rewind to the segment's start (the responder only
-                // accepts a repeated READ_REQ from the start).
-                rec.pkt = 0;
-                rec.tid_idx = 0;
-                rec.tid_offset = 0;
-                rec.sent = 0;
-                // What the chip placed stays placed: the TIDs and the
-                // bytes are the same. A segment not yet complete now waits
-                // for the end of its repeated stream.
-                let full = full_mask(rec.npkts);
-                if let Some(s) = w.segs.get_mut(usize::from(k)) {
-                    if s.placed & full != full {
-                        s.tail_seen = false;
-                    }
-                }
-            }
-            if sent > 0 {
-                w.tid.flow_idx = live;
-                w.cur_seg = w.cur_seg.saturating_sub(u32::from(sent));
-                self.in_flight = self.in_flight.saturating_sub(u32::from(sent));
-                first.get_or_insert(i);
-            }
-        }
-        first
-    }
-
-    /// Tears every request down: its segments are cleared and its flow
-    /// records freed, each completes (`first` for the oldest, `rest` for
-    /// the others), and the hardware flow is released. The QP's TID wait
-    /// is not unwound here: that needs the whole guard ([`crate::qp::flush`]
-    /// does both).
-    /// Kernel: `hfi1_qp_kern_exp_rcv_clear_all()` +
-    /// `hfi1_kern_clear_hw_flow()`.
-    ///
-    /// # Locking
-    ///
-    /// The QP's `s_lock` held (`locked`, `&mut self`); takes `exp_lock`
-    /// through `tid-flow`.
-    pub fn flush_requests(
+    /// Releases the oldest segment of the TID READ at `i` at its last
+    /// packet: unprogrammed and unmapped now, its RcvArray entries into
+    /// the quarantine. Kernel: the `hfi1_kern_exp_rcv_clear()` of
+    /// `hfi1_rc_rcv_tid_rdma_read_resp()` (which frees them at once).
+    pub(super) fn retire_oldest(
         &mut self,
-        rcd: &RcvCtxt<P>,
-        qp: &P::Ref,
-        mut locked: QpLocked<'_, '_>,
-        first: WcStatus,
-        rest: WcStatus,
-    ) {
-        let completions = &mut self.completions;
-        self.sq.drain(|oldest, mut w| {
-            exp_rcv_clear_all(rcd, &mut w.tid, qp, locked.reborrow());
-            let _ = w.tid.clean_swqe();
-            let _ = completions.try_push(Completion {
-                wr_id: w.wr_id,
-                length: w.length,
-                status: if oldest { first } else { rest },
-            });
-        });
-        self.in_flight = 0;
-        self.window.clear();
-        self.reads_done = self.reads_started;
-        self.sync_pending = false;
-        self.restart_pending = false;
-        self.sw_psn = None;
-        self.rdmar_seq = false;
-        self.last_psn = self.next_psn.sub(1);
-        clear_hw_flow(rcd, qp, locked);
+        env: &mut Env<'_, '_, P>,
+        i: u32,
+    ) -> Result<(), EngineError> {
+        let Some(t) = self.sq.get_mut(i).and_then(|w| w.tid.as_mut()) else {
+            return Ok(());
+        };
+        let r = exp_rcv_retire(env.rcd, &mut t.req, env.locked())?;
+        if r.is_empty() {
+            return Ok(());
+        }
+        if self.quarantine.try_reserve(1).is_err() {
+            // No memory to keep it: free it now, as 6.1 does.
+            release_retired(env.rcd, env.qp, env.locked(), r);
+            return Ok(());
+        }
+        self.quarantine.push(r);
+        Ok(())
     }
 }

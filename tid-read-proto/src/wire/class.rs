@@ -2,7 +2,8 @@
 //! Sorting packets by kind from two header bytes, without parsing them.
 //!
 //! [`classify`] reads the LRH's LNH, the BTH opcode and, for a READ_RESP,
-//! the KDETH's SH bit: three loads and no CRC. It is meant for statistics
+//! the KDETH's SH bit: three loads and no CRC; [`verbs_qp`] reads the QP a
+//! packet belongs to the same way. It is meant for statistics
 //! and fault injection on packets this crate built (a simulator sorting
 //! what it is about to put on the fabric), never as a check of received
 //! bytes: it trusts PktLen, the ICRC and every reserved bit, which
@@ -11,8 +12,12 @@
 use hfi1_hal::Kdeth0;
 use hfi1_hal::consts::{OP_TID_RDMA_READ_REQ, OP_TID_RDMA_READ_RESP};
 
-use super::{bth, kdeth, lrh};
+use super::{bth, kdeth, lrh, read_resp};
 use crate::packet::OP_RC_ACK;
+use crate::plain_read::{
+    OP_READ_REQUEST, OP_READ_RESPONSE_FIRST, OP_READ_RESPONSE_LAST, OP_READ_RESPONSE_MIDDLE,
+    OP_READ_RESPONSE_ONLY,
+};
 
 /// Offset of the BTH opcode in a 9B packet.
 const OPCODE: usize = lrh::HEADER_LEN;
@@ -20,6 +25,10 @@ const OPCODE: usize = lrh::HEADER_LEN;
 const KDETH0: usize = lrh::HEADER_LEN + bth::HEADER_LEN;
 /// Bytes a READ_RESP must hold for its SH bit to be read.
 const KDETH0_END: usize = KDETH0 + kdeth::HEADER_LEN / 2;
+/// Offset of the BTH's DestQP word.
+const DEST_QP: usize = lrh::HEADER_LEN + 4;
+/// Offset of a TID READ_RESP's `verbs_qp` (the last word of its header).
+const RESP_VERBS_QP: usize = KDETH0 + read_resp::HEADER_LEN - 4;
 
 /// What a packet is, as far as its opcode and SH bit tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,6 +43,12 @@ pub enum Class {
     ReadRespLast,
     /// An RC ACK or NAK.
     Ack,
+    /// A plain IB RDMA READ request.
+    PlainReadReq,
+    /// A plain IB RDMA READ response FIRST or MIDDLE: more follow.
+    PlainReadRespMiddle,
+    /// A plain IB RDMA READ response LAST or ONLY: the end of its READ.
+    PlainReadRespLast,
     /// Anything else: another opcode, an LNH other than BTH, or a buffer
     /// too short to hold the bytes read.
     Other,
@@ -50,6 +65,9 @@ pub fn classify(packet: &[u8]) -> Class {
     match packet.get(OPCODE).copied() {
         Some(OP_TID_RDMA_READ_REQ) => Class::ReadReq,
         Some(OP_RC_ACK) => Class::Ack,
+        Some(OP_READ_REQUEST) => Class::PlainReadReq,
+        Some(OP_READ_RESPONSE_FIRST | OP_READ_RESPONSE_MIDDLE) => Class::PlainReadRespMiddle,
+        Some(OP_READ_RESPONSE_LAST | OP_READ_RESPONSE_ONLY) => Class::PlainReadRespLast,
         Some(OP_TID_RDMA_READ_RESP) => match packet.get(KDETH0..KDETH0_END) {
             Some(&[a, b, c, d]) => {
                 if Kdeth0::from_raw(u32::from_le_bytes([a, b, c, d])).sh() {
@@ -64,10 +82,29 @@ pub fn classify(packet: &[u8]) -> Class {
     }
 }
 
+/// The verbs QP a 9B packet belongs to: the BTH's DestQP, except for a TID
+/// READ_RESP, whose DestQP names the requester's receive context (shared
+/// by its QPs) and whose header carries the verbs QP. `None` if the bytes
+/// are too short. Same trust as [`classify`].
+pub fn verbs_qp(packet: &[u8]) -> Option<u32> {
+    let word = |at: usize| {
+        packet
+            .get(at..at + 4)
+            .and_then(|w| <[u8; 4]>::try_from(w).ok())
+            .map(u32::from_be_bytes)
+    };
+    if packet.get(OPCODE).copied() == Some(OP_TID_RDMA_READ_RESP) {
+        word(RESP_VERBS_QP)
+    } else {
+        word(DEST_QP).map(|w| w & 0x00FF_FFFF)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::packet::{self, Parsed, Path};
+    use crate::plain_read::RespKind;
     use crate::wire::{aeth, read_resp};
     use hfi1_hal::Psn;
     use hfi1_hal::fields::Kdeth0Fields;
@@ -85,6 +122,11 @@ mod tests {
                 }
             }
             Ok((_, Parsed::Ack { .. })) => Class::Ack,
+            Ok((_, Parsed::ReadRequest { .. })) => Class::PlainReadReq,
+            Ok((_, Parsed::ReadResponse { kind, .. })) => match kind {
+                RespKind::First | RespKind::Middle => Class::PlainReadRespMiddle,
+                RespKind::Last | RespKind::Only => Class::PlainReadRespLast,
+            },
             Err(_) => Class::Other,
         }
     }
@@ -193,6 +235,67 @@ mod tests {
                 Class::ReadRespLast
             ]
         );
+    }
+
+    /// Plain READ packets sort by opcode; every packet names its verbs QP
+    /// (a TID READ_RESP from its header, not from the context's DestQP).
+    #[test]
+    fn plain_reads_classify_and_every_packet_names_its_qp() {
+        use crate::plain_read::{self, RespKind};
+        use crate::wire::reth;
+        let mut buf = vec![0u8; packet::MAX_PACKET];
+        let r = reth::Repr {
+            vaddr: 0x1000,
+            rkey: 7,
+            length: 8192,
+        };
+        let n = plain_read::write_request(&mut buf, Path::default(), 0x21, Psn::new(3), &r)
+            .unwrap();
+        assert_eq!(classify(&buf[..n]), Class::PlainReadReq);
+        assert_eq!(by_parse(&buf[..n]), Class::PlainReadReq);
+        assert_eq!(verbs_qp(&buf[..n]), Some(0x21));
+        for (kind, want) in [
+            (RespKind::First, Class::PlainReadRespMiddle),
+            (RespKind::Middle, Class::PlainReadRespMiddle),
+            (RespKind::Last, Class::PlainReadRespLast),
+            (RespKind::Only, Class::PlainReadRespLast),
+        ] {
+            let a = aeth::Repr {
+                syndrome: 0x1f,
+                msn: 1,
+            };
+            let n = plain_read::write_response(
+                &mut buf,
+                Path::default(),
+                0x22,
+                Psn::new(3),
+                kind,
+                a,
+                64,
+                |o| {
+                    o.fill(1);
+                    true
+                },
+            )
+            .unwrap();
+            assert_eq!(classify(&buf[..n]), want, "{kind:?}");
+            assert_eq!(by_parse(&buf[..n]), want, "{kind:?}");
+            assert_eq!(verbs_qp(&buf[..n]), Some(0x22));
+        }
+        let mut hdr = read_resp::Repr::default();
+        hdr.verbs_qp = 0x23;
+        let n = packet::build_read_resp(
+            &mut buf,
+            Path::default(),
+            0x80_0801,
+            Psn::new(77),
+            &hdr,
+            0,
+            |_| true,
+        )
+        .unwrap();
+        assert_eq!(verbs_qp(&buf[..n]), Some(0x23));
+        assert_eq!(verbs_qp(&buf[..RESP_VERBS_QP]), None);
     }
 
     #[test]

@@ -25,10 +25,16 @@
 //! `new_unchecked` over a too-short buffer reads zeros and its setters do
 //! nothing, so fuzzed input can never bring the kernel down.
 //!
-//! `Repr::parse` is strict where the driver is lenient: a reserved bit that
-//! is set, or a value wider than the typed field that holds it, is
-//! [`Error::Malformed`], so that `parse` followed by `emit` reproduces the
-//! header bytes exactly (the fuzz targets check this).
+//! `Repr::parse` is strict where the driver is lenient, with one exception:
+//! a reserved bit that is set, or a value wider than the typed field that
+//! holds it, is [`Error::Malformed`], so that `parse` followed by `emit`
+//! reproduces the header bytes exactly (the fuzz targets check this). The
+//! exception is the reserved *words* of the TID RDMA headers the Linux
+//! driver never writes (READ_RESP, WRITE_REQ, WRITE_DATA, RESYNC, ACK):
+//! a Linux peer sends whatever its header buffer held there, and the
+//! kernel's receiver ignores them, so `parse` ignores them too and `emit`
+//! writes them zero (the fuzz targets of those headers check every other
+//! byte).
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 

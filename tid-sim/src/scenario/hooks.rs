@@ -48,22 +48,28 @@ impl<O: Observer> Scenario<'_, O> {
         Some(d.packet)
     }
 
-    /// Counts one completion: by status, per QP and, for a successful
-    /// READ, its bytes as the check found them.
+    /// Counts one completion: by status (the kernel's names), per QP and,
+    /// for a successful READ, its bytes as the check found them; a status
+    /// the fabric cannot explain is counted wrong.
     pub(super) fn count_completion(&mut self, d: &Done) {
-        let ok = d.completion.status == WcStatus::Success;
+        let status = d.completion.status;
+        let ok = status == WcStatus::Success;
         let data = d.data.unwrap_or_default();
         *self
             .rep
             .completions
-            .entry(format!("{:?}", d.completion.status))
+            .entry(status.name().into())
             .or_default() += 1;
         if ok {
             self.rep.requests += 1;
+            self.rep.succeeded_bytes += d.posted.as_ref().map_or(0, |p| u64::from(p.length));
             self.rep.mismatched_bytes += data.mismatched;
             self.rep.verified_bytes += data.verified;
         } else {
             self.rep.failed_requests += 1;
+            if !self.fabric_explains(status) {
+                self.rep.wrong_statuses += 1;
+            }
         }
         if let Some(q) = self.rep.per_qp.get_mut(d.qp) {
             if ok {

@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! RC responses at the requester (kernel `rc_rcv_resp()` and `do_rc_ack()`):
+//! ACKs and NAKs, and a plain READ's responses, which software copies from
+//! the eager buffer into the READ's scatter list.
+//!
+//! Every such packet first passes the kernel's filter: a PSN at or past
+//! `s_next_psn` (nothing was asked there) or at or before `s_last_psn` (a
+//! duplicate) is dropped, and while a restart after a sequence error is
+//! under way (`RVT_R_RDMAR_SEQ`) only `s_last_psn + 1` is taken.
+//!
+//! `do_rc_ack()` then completes what the PSN finishes (a READ only by its
+//! own last response: anything later means the READ's response was lost,
+//! and the QP restarts from `s_last_psn + 1`), and by the AETH's class:
+//! an ACK drives the retry timer and refills the budgets; an RNR NAK waits
+//! its timer and resends from its PSN; a PSN NAK restarts at its PSN; an
+//! invalid-request, remote-access or remote-operational NAK completes the
+//! oldest READ with its status and errors the QP; other codes are
+//! ignored.
+
+use hfi1_hal::Psn;
+use tid_flow::FlowPlatform;
+
+use super::{Env, ReadCopy, Requester, SendState};
+use crate::opfn::timeout_shift;
+use crate::plain_read::RespKind;
+use crate::rc::nak::{AethKind, NakAction};
+use crate::rc::retry::{retry_ns, rnr_ns};
+use crate::rc::{LocalMemory, WcStatus};
+use crate::wire::aeth;
+
+/// What an RC ACK or NAK did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum AckVerdict {
+    /// Dropped by the filter (stale, ahead, or the QP is not receiving).
+    Ignored,
+    /// An ACK: taken.
+    Acked,
+    /// A NAK or RNR NAK that restarts (or waits to restart) the QP.
+    Restart,
+    /// A NAK whose code is ignored, or a reserved class.
+    NotActed,
+    /// A fatal NAK (or an exhausted budget): the oldest READ completed
+    /// with this status and the QP is in the error state.
+    Fatal(WcStatus),
+}
+
+/// What a response's opcode is, as `do_rc_ack()` sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RespOp {
+    /// An RC ACKNOWLEDGE.
+    Ack,
+    /// A plain READ's response.
+    Read(RespKind),
+    /// A TID READ_RESP.
+    TidReadResp,
+}
+
+impl<P: FlowPlatform> Requester<P> {
+    /// The filter of `rc_rcv_resp()`: true if a response with `psn` is
+    /// taken.
+    fn takes(&mut self, env: &Env<'_, '_, P>, psn: Psn) -> bool {
+        let taken = env.state.receives()
+            && psn.delta(self.next_psn) < 0
+            && psn.delta(self.last_psn) > 0
+            && (!self.flags.rdmar_seq || psn == self.last_psn.add(1))
+            && self.sq.acked != self.sq.tail;
+        if taken {
+            self.flags.rdmar_seq = false;
+        } else {
+            self.stats.ack_dropped += 1;
+        }
+        taken
+    }
+
+    /// Receives an RC ACK or NAK (`ACKNOWLEDGE` packet with PSN `psn`).
+    /// Kernel: `rc_rcv_resp()` → `do_rc_ack()`.
+    ///
+    /// # Locking
+    ///
+    /// The QP's `s_lock` held (`env`); a fatal NAK takes `exp_lock`
+    /// through `tid-flow`.
+    pub fn receive_ack(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        psn: Psn,
+        a: &aeth::Repr,
+    ) -> AckVerdict {
+        let kind = AethKind::of(a);
+        if kind.is_nak() {
+            self.stats.naks += 1;
+        }
+        if !self.takes(env, psn) {
+            return AckVerdict::Ignored;
+        }
+        let before = self.stats.errors;
+        let acked = self.do_rc_ack(env, a, psn, RespOp::Ack);
+        if !env.state.receives() {
+            return AckVerdict::Fatal(self.fatal_status(before));
+        }
+        match (acked, kind) {
+            (true, _) => AckVerdict::Acked,
+            (false, AethKind::Rnr { .. }) => AckVerdict::Restart,
+            (false, AethKind::Nak { code }) if NakAction::of(code) == NakAction::Restart => {
+                AckVerdict::Restart
+            }
+            _ => AckVerdict::NotActed,
+        }
+    }
+
+    /// The status the QP's oldest failed READ got (for the verdict).
+    fn fatal_status(&self, errors_before: u64) -> WcStatus {
+        if self.stats.errors == errors_before {
+            return WcStatus::Flushed;
+        }
+        self.sq
+            .iter()
+            .filter_map(|(_, _, s)| s)
+            .find(|s| *s != WcStatus::Success)
+            .unwrap_or(WcStatus::Flushed)
+    }
+
+    /// Processes an ACK or NAK for IB PSN `psn` carried by a response of
+    /// kind `op`. Returns false if the current operation is to be
+    /// abandoned (a NAK, or a response for a later READ).
+    /// Kernel: `do_rc_ack()`.
+    ///
+    /// Deviation: a reserved class or an ignored NAK code keeps the retry
+    /// timer running (6.1's `bail_stop` stops it; see the module doc).
+    ///
+    /// Deviation: if this stops a running RNR timer (the send engine was
+    /// waiting for it), the send engine is scheduled. 6.1's
+    /// `rvt_stop_rc_timers()` clears `RVT_S_WAIT_RNR` and nothing wakes
+    /// the send engine: the QP hangs with work queued (only a response
+    /// carrying an RNR NAK, which no responder sends, gets there).
+    pub(super) fn do_rc_ack(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        a: &aeth::Repr,
+        psn: Psn,
+        op: RespOp,
+    ) -> bool {
+        let rnr_waiting = self.rnr_timer.is_armed();
+        let acked = self.do_rc_ack_inner(env, a, psn, op);
+        if rnr_waiting && !self.rnr_timer.is_armed() {
+            env.schedule();
+        }
+        acked
+    }
+
+    /// [`Self::do_rc_ack`] without the RNR wake-up.
+    fn do_rc_ack_inner(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        a: &aeth::Repr,
+        psn: Psn,
+        op: RespOp,
+    ) -> bool {
+        let kind = AethKind::of(a);
+        let ack_psn = if kind.is_nak() { psn.sub(1) } else { psn };
+        while self.sq.acked != self.sq.tail {
+            let i = self.sq.acked;
+            let Some(w) = self.sq.get(i) else { break };
+            let diff = ack_psn.delta(w.lpsn);
+            if diff < 0 {
+                break;
+            }
+            let plain = w.tid.is_none();
+            if plain && op == RespOp::Read(RespKind::Only) && diff == 0 {
+                self.stop_timers();
+                return true;
+            }
+            let own_last = if plain {
+                op == RespOp::Read(RespKind::Last)
+            } else {
+                op == RespOp::TidReadResp
+            };
+            if !own_last || diff != 0 {
+                self.set_restart_qp(env);
+                self.stop_timers();
+                return false;
+            }
+            if plain {
+                self.uncount_plain(env, i);
+            }
+            self.rc_completion(env, i);
+        }
+        match kind {
+            AethKind::Ack => {
+                self.ack_timers(env, psn);
+                if self.flags.wait_ack {
+                    self.flags.wait_ack = false;
+                    env.schedule();
+                }
+                self.budgets.refill();
+                self.last_psn = psn;
+                true
+            }
+            AethKind::Rnr { timer } => {
+                self.rnr_nak(env, psn, timer);
+                false
+            }
+            AethKind::Nak { code } => {
+                if self.sq.acked == self.sq.tail {
+                    self.stop_timers();
+                    return false;
+                }
+                self.last_psn = psn.sub(1);
+                match NakAction::of(code) {
+                    NakAction::Restart => {
+                        self.restart_rc(env, psn, false);
+                        env.schedule();
+                    }
+                    NakAction::Fatal(status) => self.class_b(env, status),
+                    NakAction::Ignore => return false,
+                }
+                self.budgets.refill();
+                self.stop_timers();
+                false
+            }
+            AethKind::Reserved => false,
+        }
+    }
+
+    /// The retry timer after an ACK: a TID READ at `s_acked` with segments
+    /// outstanding pushes it back (with its shift), none stops it; another
+    /// READ outstanding pushes it back, and sending skips what the ACK
+    /// covers; nothing outstanding stops it. Kernel: the `case 0` of
+    /// `do_rc_ack()`.
+    fn ack_timers(&mut self, env: &Env<'_, '_, P>, psn: Psn) {
+        let conn = env.conn;
+        let i = self.sq.acked;
+        let pending = self
+            .sq
+            .get(i)
+            .filter(|_| i != self.sq.tail)
+            .and_then(|w| w.tid.as_ref())
+            .map(|t| t.ack_pending);
+        match pending {
+            Some(p) => {
+                if p > 0 {
+                    let shift = timeout_shift(conn.remote.max_len, conn.pmtu);
+                    self.retry_timer.arm(retry_ns(conn.timeout, shift));
+                } else {
+                    self.stop_timers();
+                }
+                // Deviation: what the ACK covers is not sent again (6.1
+                // does this for every operation but a TID READ, which it
+                // then re-sends from its start with `comp_seg` reset:
+                // the next segment's TIDs with the first one's address).
+                if self.psn.delta(psn) <= 0 {
+                    self.reset_psn(psn.add(1));
+                }
+            }
+            None if i != self.sq.tail => {
+                self.retry_timer.arm(retry_ns(conn.timeout, 0));
+                if self.psn.delta(psn) <= 0 {
+                    self.reset_psn(psn.add(1));
+                }
+            }
+            None => {
+                self.stop_timers();
+                if self.psn.delta(psn) <= 0 {
+                    self.s_state = SendState::Start;
+                    self.psn = psn.add(1);
+                }
+            }
+        }
+    }
+
+    /// An RNR NAK for `psn`: wait `timer`'s time, then resend from `psn`;
+    /// with the RNR budget spent, the oldest READ completes
+    /// [`WcStatus::RnrRetryExceeded`]. Kernel: the `case 1` of `do_rc_ack()`.
+    fn rnr_nak(&mut self, env: &mut Env<'_, '_, P>, psn: Psn, timer: u8) {
+        self.stats.rnr_naks += 1;
+        if self.sq.acked == self.sq.tail || self.rnr_timer.is_armed() {
+            self.stop_timers();
+            return;
+        }
+        if !self.budgets.spend_rnr() {
+            self.class_b(env, WcStatus::RnrRetryExceeded);
+            self.stop_timers();
+            return;
+        }
+        self.last_psn = psn.sub(1);
+        self.reset_psn(psn);
+        self.flags.wait_ack = false;
+        self.stop_timers();
+        self.rnr_timer.arm(rnr_ns(timer));
+    }
+
+    /// A class-B error: every TID READ's TIDs and the flow are released,
+    /// the oldest READ completes with `status`, the QP goes to the error
+    /// state. Kernel: `class_b` of `do_rc_ack()` with
+    /// `hfi1_kern_read_tid_flow_free()`.
+    fn class_b(&mut self, env: &mut Env<'_, '_, P>, status: WcStatus) {
+        self.fail_oldest(env, status);
+    }
+
+    /// A response that shows an earlier READ's response was lost: restart
+    /// from `s_last_psn + 1`, once per episode. Kernel: `set_restart_qp()`.
+    pub(super) fn set_restart_qp(&mut self, env: &mut Env<'_, '_, P>) {
+        if !self.flags.rdmar_seq {
+            self.flags.rdmar_seq = true;
+            self.restart_rc(env, self.last_psn.add(1), false);
+            env.schedule();
+        }
+    }
+
+    /// A plain READ finished: it is no longer outstanding.
+    fn uncount_plain(&mut self, env: &Env<'_, '_, P>, i: u32) {
+        if let Some(w) = self.sq.get_mut(i) {
+            if core::mem::replace(&mut w.counted, false) {
+                self.num_rd_atomic = self.num_rd_atomic.saturating_sub(1);
+            }
+        }
+        if self.flags.wait_rdmar {
+            self.flags.wait_rdmar = false;
+            self.flags.wait_ack = false;
+            env.schedule();
+        }
+    }
+
+    /// The READ at `i` (the oldest) completes successfully: its flow
+    /// records are freed, the retry budget refills, `s_last_psn` moves to
+    /// its last PSN and `s_acked` past it. Kernel: `do_rc_completion()`.
+    pub(super) fn rc_completion(&mut self, env: &Env<'_, '_, P>, i: u32) {
+        let lpsn = match self.sq.get_mut(i) {
+            Some(w) => {
+                if let Some(t) = w.tid.as_mut() {
+                    if t.req.clean_swqe().is_err() {
+                        self.stats.clean_refused += 1;
+                    }
+                }
+                w.lpsn
+            }
+            None => return,
+        };
+        self.sq.complete(i, WcStatus::Success);
+        self.budgets.refill_retry();
+        self.last_psn = lpsn;
+        if self.sq.acked == self.sq.cur {
+            self.sq.cur = self.sq.cur.wrapping_add(1);
+            self.sq.acked = self.sq.cur;
+            if self.sq.acked != self.sq.tail {
+                if let Some(next) = self.sq.get(self.sq.cur) {
+                    self.s_state = SendState::Start;
+                    self.psn = next.psn;
+                }
+            }
+        } else {
+            self.sq.acked = self.sq.acked.wrapping_add(1);
+        }
+        if self.flags.interlock {
+            self.flags.interlock = false;
+            env.schedule();
+        }
+    }
+
+    /// Receives a plain RDMA READ response (PSN `psn`, of `kind`, with its
+    /// AETH unless a MIDDLE), copying its data into the READ's scatter
+    /// list in `mem`. Returns whether it was taken.
+    /// Kernel: the READ cases of `rc_rcv_resp()`.
+    ///
+    /// # Locking
+    ///
+    /// The QP's `s_lock` held (`env`); an error takes `exp_lock` through
+    /// `tid-flow`.
+    pub fn receive_read_response(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        psn: Psn,
+        kind: RespKind,
+        a: Option<aeth::Repr>,
+        payload: &[u8],
+        mem: &mut impl LocalMemory,
+    ) -> bool {
+        if !self.takes(env, psn) {
+            return false;
+        }
+        let a = a.unwrap_or_default();
+        let pmtu = env.conn.pmtu;
+        match kind {
+            RespKind::First | RespKind::Only => {
+                let op = RespOp::Read(kind);
+                if !self.do_rc_ack(env, &a, psn, op) {
+                    return true;
+                }
+                let i = self.sq.acked;
+                let Some(w) = self.sq.get(i).filter(|w| w.tid.is_none()) else {
+                    self.fail_oldest(env, WcStatus::LocalQpOperation);
+                    return true;
+                };
+                let offset = u32::try_from(psn.delta(w.psn))
+                    .unwrap_or(0)
+                    .saturating_mul(pmtu);
+                let left = w.length.saturating_sub(offset);
+                self.read_copy = Some(ReadCopy { offset, left });
+                if kind == RespKind::First {
+                    self.read_middle(env, psn, kind, payload, mem);
+                } else {
+                    self.read_last(env, psn, &a, payload, mem);
+                }
+            }
+            RespKind::Middle | RespKind::Last => {
+                if psn != self.last_psn.add(1) {
+                    self.rdma_seq_err(env);
+                    return true;
+                }
+                if self.sq.get(self.sq.acked).is_none_or(|w| w.tid.is_some()) {
+                    self.fail_oldest(env, WcStatus::LocalQpOperation);
+                    return true;
+                }
+                if kind == RespKind::Middle {
+                    self.read_middle(env, psn, kind, payload, mem);
+                } else if payload.is_empty() {
+                    self.fail_oldest(env, WcStatus::LocalLength);
+                } else {
+                    self.read_last(env, psn, &a, payload, mem);
+                }
+            }
+        }
+        true
+    }
+
+    /// A FIRST or MIDDLE response: exactly one MTU, not the last bytes.
+    /// Kernel: `read_middle` of `rc_rcv_resp()`.
+    fn read_middle(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        psn: Psn,
+        kind: RespKind,
+        payload: &[u8],
+        mem: &mut impl LocalMemory,
+    ) {
+        let pmtu = env.conn.pmtu;
+        let Some(c) = self.read_copy else {
+            self.fail_oldest(env, WcStatus::LocalLength);
+            return;
+        };
+        if payload.len() != pmtu as usize || pmtu >= c.left {
+            self.fail_oldest(env, WcStatus::LocalLength);
+            return;
+        }
+        self.retry_timer.arm(retry_ns(env.conn.timeout, 0));
+        if self.flags.wait_ack {
+            self.flags.wait_ack = false;
+            env.schedule();
+        }
+        if kind == RespKind::Middle {
+            self.budgets.refill_retry();
+        }
+        self.read_copy = Some(ReadCopy {
+            offset: c.offset + pmtu,
+            left: c.left - pmtu,
+        });
+        self.last_psn = psn;
+        self.copy(env, c.offset, payload, mem);
+    }
+
+    /// A LAST or ONLY response: exactly the bytes left; the READ completes.
+    /// Kernel: `read_last` of `rc_rcv_resp()`.
+    fn read_last(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        psn: Psn,
+        a: &aeth::Repr,
+        payload: &[u8],
+        mem: &mut impl LocalMemory,
+    ) {
+        let Some(c) = self.read_copy.take() else {
+            self.fail_oldest(env, WcStatus::LocalLength);
+            return;
+        };
+        if payload.len() != c.left as usize {
+            self.fail_oldest(env, WcStatus::LocalLength);
+            return;
+        }
+        if !self.copy(env, c.offset, payload, mem) {
+            return;
+        }
+        let _ = self.do_rc_ack(env, a, psn, RespOp::Read(RespKind::Last));
+    }
+
+    /// Copies `data` into the oldest READ's scatter list from byte
+    /// `offset` on. Kernel: `rvt_copy_sge()`. A buffer that is not there
+    /// fails the READ (`LOC_QP_OP_ERR`).
+    fn copy(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        offset: u32,
+        data: &[u8],
+        mem: &mut impl LocalMemory,
+    ) -> bool {
+        let ok = self
+            .sq
+            .get(self.sq.acked)
+            .is_some_and(|w| copy_to_sges(&w.sges, offset, data, mem));
+        if !ok {
+            self.fail_oldest(env, WcStatus::LocalQpOperation);
+        }
+        ok
+    }
+
+    /// An out-of-sequence MIDDLE or LAST: restart from `s_last_psn + 1`,
+    /// taking only that PSN until it comes. Kernel: `rdma_seq_err()`.
+    fn rdma_seq_err(&mut self, env: &mut Env<'_, '_, P>) {
+        self.stop_timers();
+        self.flags.rdmar_seq = true;
+        self.restart_rc(env, self.last_psn.add(1), false);
+        env.schedule();
+    }
+}
+
+/// Writes `data` into the scatter list `sges` from byte `offset` on;
+/// false if it does not fit or the memory is missing.
+fn copy_to_sges(
+    sges: &[tid_flow::Sge],
+    offset: u32,
+    data: &[u8],
+    mem: &mut impl LocalMemory,
+) -> bool {
+    let mut skip = u64::from(offset);
+    let mut rest = data;
+    for s in sges {
+        if rest.is_empty() {
+            break;
+        }
+        let len = u64::from(s.length);
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let room = usize::try_from(len - skip).unwrap_or(usize::MAX);
+        let (now, later) = rest.split_at(room.min(rest.len()));
+        if !mem.write(s.vaddr.wrapping_add(skip), now) {
+            return false;
+        }
+        rest = later;
+        skip = 0;
+    }
+    rest.is_empty()
+}

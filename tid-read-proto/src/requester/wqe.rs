@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! What a posted READ keeps ([`Wqe`]), and for a TID READ its request
+//! state and its segments' ([`TidRead`], [`SegState`]).
+
+use alloc::vec::Vec;
+use hfi1_hal::Psn;
+use hfi1_hal::consts::{MAX_FLOWS, PAGE_SIZE};
+use tid_flow::{FlowPlatform, FlowRecord, Sge, TidRequest, ring_next};
+
+use super::ReadWr;
+use crate::qualify::div_round_up_mtu;
+
+/// A TID READ request's state. Kernel: `req->state` (`TID_REQUEST_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReqState {
+    /// Sending its segments.
+    Active,
+    /// At a SYNC point: waits for every segment in flight, then the flow
+    /// moves to a fresh generation.
+    Sync,
+    /// Its next segment waits for a flow or RcvArray space.
+    Queued,
+    /// Re-sending its segments after a restart.
+    Resend,
+    /// Every segment completed.
+    Complete,
+}
+
+/// What the requester keeps beside one flow record, on the same ring
+/// slot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct SegState {
+    /// The segment's index in its request.
+    pub(super) index: u32,
+    /// Its READ_REQ is outstanding and counted in `pending_tid_r_segs`
+    /// and `s_num_rd_atomic` (see the module doc's "counters after a
+    /// restart").
+    pub(super) counted: bool,
+}
+
+/// The TID part of a READ. Kernel: `struct tid_rdma_request` (requester
+/// side).
+pub(super) struct TidRead<P: FlowPlatform> {
+    /// The flow ring and segment walk.
+    pub(super) req: TidRequest<P>,
+    /// Kernel: `req->total_segs`.
+    pub(super) total_segs: u32,
+    /// Segments requested (the next to request). Kernel: `req->cur_seg`.
+    pub(super) cur_seg: u32,
+    /// Segments completed. Kernel: `req->comp_seg`.
+    pub(super) comp_seg: u32,
+    /// Segments requested and not yet answered. Kernel:
+    /// `req->ack_pending`.
+    pub(super) ack_pending: u32,
+    /// Kernel: `req->state`.
+    pub(super) state: ReqState,
+    /// IB PSN of the next segment's first packet. Kernel:
+    /// `req->s_next_psn`.
+    pub(super) s_next_psn: Psn,
+    /// Per ring slot, what the segment on it is.
+    pub(super) segs: [SegState; MAX_FLOWS],
+}
+
+impl<P: FlowPlatform> TidRead<P> {
+    /// The state beside ring slot `k`.
+    pub(super) fn seg(&self, k: u16) -> SegState {
+        self.segs.get(usize::from(k)).copied().unwrap_or_default()
+    }
+
+    /// The state beside ring slot `k`, mutably.
+    pub(super) fn seg_mut(&mut self, k: u16) -> Option<&mut SegState> {
+        self.segs.get_mut(usize::from(k))
+    }
+
+    /// The ring slots of the segments set up and not yet completed,
+    /// oldest first.
+    pub(super) fn live_slots(&self) -> impl Iterator<Item = u16> + use<P> {
+        let (tail, head) = (self.req.clear_tail, self.req.setup_head);
+        core::iter::successors(Some(tail), |&k| Some(ring_next(k))).take_while(move |&k| k != head)
+    }
+
+    /// The flow record of the oldest segment not completed, if one is set
+    /// up. Kernel: `req->flows[req->clear_tail]`.
+    pub(super) fn oldest(&self) -> Option<&FlowRecord> {
+        (self.req.in_flight() > 0)
+            .then(|| self.req.flow(self.req.clear_tail))
+            .flatten()
+    }
+
+    /// Bytes of segment `seg` of a READ of `length`.
+    pub(super) fn seg_bytes(&self, length: u32, seg: u32) -> u32 {
+        let start = u64::from(seg) * u64::from(self.req.seg_len);
+        let left = u64::from(length).saturating_sub(start);
+        u32::try_from(left.min(u64::from(self.req.seg_len))).unwrap_or(0)
+    }
+}
+
+/// One posted READ. Kernel: `struct rvt_swqe` with its
+/// `tid_rdma_request`.
+pub(super) struct Wqe<P: FlowPlatform> {
+    pub(super) wr_id: u64,
+    pub(super) remote_addr: u64,
+    pub(super) rkey: u32,
+    pub(super) length: u32,
+    /// The local buffer, zero-length elements dropped.
+    pub(super) sges: Vec<Sge>,
+    /// First IB PSN, given when the READ starts. Kernel: `wqe->psn`.
+    pub(super) psn: Psn,
+    /// Last IB PSN (for a TID READ an upper bound until its last segment
+    /// is set up). Kernel: `wqe->lpsn`.
+    pub(super) lpsn: Psn,
+    /// It got its PSNs (it started once).
+    pub(super) started: bool,
+    /// A plain READ's request is outstanding and counted in
+    /// `s_num_rd_atomic`.
+    pub(super) counted: bool,
+    /// The TID part; `None` for a plain RDMA READ.
+    pub(super) tid: Option<TidRead<P>>,
+}
+
+impl<P: FlowPlatform> Wqe<P> {
+    /// A READ as posted, not started.
+    pub(super) fn new(wr: &ReadWr<'_>, length: u32, sges: Vec<Sge>) -> Self {
+        Self {
+            wr_id: wr.wr_id,
+            remote_addr: wr.remote_addr,
+            rkey: wr.rkey,
+            length,
+            sges,
+            psn: Psn::new(0),
+            lpsn: Psn::new(0),
+            started: false,
+            counted: false,
+            tid: None,
+        }
+    }
+
+    /// The IB PSNs it takes when it starts: a plain READ one per response
+    /// packet (`ceil(length / pmtu)`, one for a zero-length READ), a TID
+    /// READ at most one per page. Kernel: the `wqe->lpsn` of
+    /// `rvt_post_one_wr()` and `setup_tid_rdma_wqe()`.
+    pub(super) fn psns(&self, pmtu: u32) -> u32 {
+        if self.tid.is_some() {
+            self.length.div_ceil(PAGE_SIZE).max(1)
+        } else {
+            div_round_up_mtu(self.length, pmtu).max(1)
+        }
+    }
+}
