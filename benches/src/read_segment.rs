@@ -34,7 +34,7 @@ use tid_read_proto::qp::{self as tqp, TidQp};
 use tid_read_proto::rc::{PacketSink, WcStatus};
 use tid_read_proto::read_req::{QpView, Request, validate};
 use tid_read_proto::read_resp::RespBuilder;
-use tid_read_proto::requester::{ChipFlow, ReadWr};
+use tid_read_proto::requester::ReadWr;
 use tid_read_proto::wire::{aeth, read_resp};
 
 use crate::{IdDma, bench_ctxt};
@@ -180,13 +180,7 @@ impl Segment {
             panic!("no READ_RESP")
         };
         let mut g = self.qp.s_lock.lock(root);
-        let chip = ChipFlow {
-            flow: acc.flow,
-            next: psn.next_seq(),
-        };
-        assert!(
-            tqp::receive_read_resp(&self.rcd, &self.qp, &mut g, psn, &h, None, Some(chip)).is_ok()
-        );
+        assert!(tqp::receive_read_resp(&self.rcd, &self.qp, &mut g, psn, &h, None).is_ok());
         let c = g.ext.requester.poll();
         assert!(c.is_some_and(|c| c.status == WcStatus::Success), "{c:?}");
         assert!(g.ext.flow.index.is_none(), "the flow went back");

@@ -87,7 +87,9 @@ where
         let mut nodes = rec.nodes_mut();
         for i in 0..nodes.len() {
             let Some(node) = nodes.node(i) else { break };
-            let base = es.groups.base(u16::try_from(node.group_index()).unwrap_or(u16::MAX));
+            let base = es
+                .groups
+                .base(u16::try_from(node.group_index()).unwrap_or(u16::MAX));
             let taken = node.taken();
             for bit in (0..8u32).filter(|b| taken & (1 << b) != 0) {
                 es.chip

@@ -79,7 +79,7 @@ fn plain_read_middle_lost_restarts_from_s_last_psn() {
     let mut p = Pair::small(16, 1 << 20, 7);
     let wr = p.post(0, 3);
     let reqs = p.send();
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     assert_eq!(
         responses(&resps),
@@ -89,7 +89,7 @@ fn plain_read_middle_lost_restarts_from_s_last_psn() {
             (Psn::new(0x12), RespKind::Last)
         ]
     );
-    p.to_requester(&[resps[0].clone(), resps[2].clone()]);
+    p.give_requester(&[resps[0].clone(), resps[2].clone()]);
     assert!(p.done[0].is_empty());
     let again = p.send();
     assert_eq!(again.len(), 1);
@@ -98,7 +98,7 @@ fn plain_read_middle_lost_restarts_from_s_last_psn() {
     };
     assert_eq!(bth.psn, Psn::new(0x11));
     assert_eq!(reth.length, 8192, "the two packets not taken");
-    p.to_responder(&again);
+    p.give_responder(&again);
     let r = p.respond();
     assert_eq!(
         responses(&r),
@@ -107,7 +107,7 @@ fn plain_read_middle_lost_restarts_from_s_last_psn() {
             (Psn::new(0x12), RespKind::Last)
         ]
     );
-    p.to_requester(&r);
+    p.give_requester(&r);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();
 }
@@ -124,11 +124,11 @@ fn plain_read_short_last_completes_loc_len_err() {
     let mut p = Pair::small(16, 1 << 20, 7);
     let wr = p.post(0, 2);
     let reqs = p.send();
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     assert_eq!(kind(&resps[1]), Kind::PlainResp(Psn::new(0x11)));
-    p.to_requester(&resps[..1]);
-    p.to_requester(&[shortened(&resps[1], 1024)]);
+    p.give_requester(&resps[..1]);
+    p.give_requester(&[shortened(&resps[1], 1024)]);
     assert_eq!(p.done[0], [(wr, WcStatus::LocalLength)]);
     assert_eq!(p.states(0).0, QpState::Error);
     p.teardown_clean();
@@ -148,14 +148,14 @@ fn duplicate_plain_read_request_resends_from_its_psn() {
     let mut p = Pair::small(16, 1 << 20, 7);
     let wr = p.post(0, 3);
     let reqs = p.send();
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
-    p.to_requester(&resps[..1]);
+    p.give_requester(&resps[..1]);
     // The MIDDLE and LAST are lost; the timer asks for the rest.
     assert!(p.expire(0));
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::PlainReq(Psn::new(0x11)));
-    p.to_responder(&again);
+    p.give_responder(&again);
     let r = p.respond();
     assert_eq!(
         responses(&r),
@@ -164,7 +164,7 @@ fn duplicate_plain_read_request_resends_from_its_psn() {
             (Psn::new(0x12), RespKind::Last)
         ]
     );
-    p.to_requester(&r);
+    p.give_requester(&r);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     assert_eq!(p.resp_stats().duplicates, 1);
     p.teardown_clean();

@@ -38,16 +38,16 @@ fn read_below_256_kib_goes_as_plain_read() {
     let reqs = p.send();
     // The TID READ waits for the plain READ (the interlock).
     assert_eq!(requests(&reqs), [Kind::PlainReq(Psn::new(0x10))]);
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let r = p.respond();
-    p.to_requester(&r);
+    p.give_requester(&r);
     let reqs = p.send();
     assert!(
         requests(&reqs).iter().all(|k| matches!(k, Kind::TidReq(_))),
         "{:?}",
         requests(&reqs)
     );
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     p.finish(0);
     assert_eq!(
         p.done[0],
@@ -80,7 +80,7 @@ fn unaligned_sge_read_goes_as_plain_read() {
     let wr = p.post_sges(0, sges);
     let reqs = p.send();
     assert_eq!(requests(&reqs), [Kind::PlainReq(Psn::new(0x10))]);
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     p.finish(0);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();
@@ -101,7 +101,7 @@ fn flow_record_allocation_failure_makes_a_plain_read() {
     let reqs = p.send();
     assert_eq!(requests(&reqs), [Kind::PlainReq(Psn::new(0x10))]);
     assert_eq!(p.req_stats().no_memory, 1);
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     p.finish(0);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();
@@ -125,15 +125,15 @@ fn tid_read_after_plain_read_waits_for_its_response() {
     let c = p.post(0, 1);
     let first = p.send();
     assert_eq!(requests(&first), [Kind::PlainReq(Psn::new(0x10))]);
-    p.to_responder(&first);
+    p.give_responder(&first);
     let r = p.respond();
-    p.to_requester(&r);
+    p.give_requester(&r);
     assert_eq!(p.done[0], [(a, WcStatus::Success)]);
     let second = p.send();
     let kinds = requests(&second);
     assert!(matches!(kinds[0], Kind::TidReq(_)), "{kinds:?}");
     assert_eq!(kinds.last(), Some(&Kind::PlainReq(Psn::new(0x51))));
-    p.to_responder(&second);
+    p.give_responder(&second);
     p.finish(0);
     assert_eq!(
         p.done[0],

@@ -90,16 +90,16 @@ fn progress_refills_the_retry_budget() {
     let wr = p.post(0, 12);
     // Only the first request of each burst reaches the responder.
     let reqs = p.send();
-    p.to_responder(&first_request(&reqs));
+    p.give_responder(&first_request(&reqs));
     let resps = p.respond();
-    p.to_requester(&resps);
+    p.give_requester(&resps);
     for round in 0..10 {
         assert!(p.expire(0), "round {round}: the timer runs");
         let reqs = p.send();
         assert_eq!(reqs.len(), 1, "round {round}: one request after an expiry");
-        p.to_responder(&reqs);
+        p.give_responder(&reqs);
         let resps = p.respond();
-        p.to_requester(&resps);
+        p.give_requester(&resps);
         // The ACK let the rest go again: lost once more.
         let _ = p.send();
         assert_eq!(p.states(0).0, QpState::Rts, "round {round}");
@@ -179,7 +179,7 @@ fn fatal_nak_codes_give_the_kernels_statuses() {
         let a = p.post(0, 2);
         let b = p.post(0, 2);
         let _ = p.send();
-        p.to_requester(&[ack(0x10, 0x60 | code)]);
+        p.give_requester(&[ack(0x10, 0x60 | code)]);
         match want {
             Some(s) => {
                 assert_eq!(p.done[0], [(a, s), (b, WcStatus::Flushed)], "code {code}");
@@ -209,12 +209,12 @@ fn nak_for_a_later_read_restarts_the_earlier_one() {
     let reqs = p.send();
     assert_eq!(reqs.len(), 4);
     // READ 1 spans 0x10..=0x11; a NAK at 0x13 names READ 2's segment.
-    p.to_requester(&[ack(0x13, 0x63)]);
+    p.give_requester(&[ack(0x13, 0x63)]);
     assert!(p.done[0].is_empty());
     assert_eq!(p.req_stats().restarts, 1);
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x10)));
-    p.to_responder(&again);
+    p.give_responder(&again);
     p.finish(0);
     assert_eq!(p.done[0], [(a, WcStatus::Success), (b, WcStatus::Success)]);
     p.teardown_clean();
@@ -233,13 +233,13 @@ fn psn_nak_restarts_at_the_naks_psn() {
     let reqs = p.send();
     assert_eq!(reqs.len(), 3);
     // The responder took 0x10 and lost 0x11.
-    p.to_responder(&reqs[..1]);
-    p.to_requester(&[ack(0x11, 0x60)]);
+    p.give_responder(&reqs[..1]);
+    p.give_requester(&[ack(0x11, 0x60)]);
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x11)));
-    p.to_responder(&again);
+    p.give_responder(&again);
     let r = p.respond();
-    p.to_requester(&r);
+    p.give_requester(&r);
     p.finish(0);
     assert_eq!(p.done[0].len(), 1);
     assert_eq!(p.done[0][0].1, WcStatus::Success);
@@ -264,7 +264,7 @@ fn rnr_nak_waits_its_timer_then_resends_from_the_nak_psn() {
     });
     let wr = p.post(0, 2);
     assert_eq!(p.send().len(), 2);
-    p.to_requester(&[ack(0x10, 0x20 | 14)]);
+    p.give_requester(&[ack(0x10, 0x20 | 14)]);
     assert_eq!(p.rnr_timer(0), Some(rnr_ns(14)));
     assert_eq!(
         p.retry_timer(0),
@@ -276,7 +276,7 @@ fn rnr_nak_waits_its_timer_then_resends_from_the_nak_psn() {
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x10)));
     // rnr_retry 1: the second RNR NAK finds the budget spent.
-    p.to_requester(&[ack(0x10, 0x20 | 14)]);
+    p.give_requester(&[ack(0x10, 0x20 | 14)]);
     assert_eq!(p.done[0], [(wr, WcStatus::RnrRetryExceeded)]);
     p.teardown_clean();
 }
@@ -296,8 +296,8 @@ fn reserved_aeth_code_does_not_stop_the_retry_timer() {
     let wr = p.post(0, 2);
     let _ = p.send();
     assert!(p.retry_timer(0).is_some());
-    p.to_requester(&[ack(0x10, 0x40)]);
-    p.to_requester(&[ack(0x10, 0x64)]);
+    p.give_requester(&[ack(0x10, 0x40)]);
+    p.give_requester(&[ack(0x10, 0x64)]);
     assert!(p.retry_timer(0).is_some(), "the timer still runs");
     p.finish(0);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
@@ -327,22 +327,22 @@ fn retry_timer_is_armed_by_the_first_read_req_with_the_segment_shift() {
     assert_eq!(reqs.len(), 2);
     assert_eq!(p.retry_timer(0), Some(retry_ns(10, 6)));
     assert_eq!(retry_ns(10, 6), 4096 << 16);
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     let epoch = |p: &Pair| p.n.timers(0, &mut LockToken::root()).unwrap().0.epoch();
     let before = epoch(&p);
     // The first segment's last response: the timer is pushed back.
-    p.to_requester(&resps[..64]);
+    p.give_requester(&resps[..64]);
     assert_ne!(epoch(&p), before);
     assert!(p.retry_timer(0).is_some());
-    p.to_requester(&resps[64..]);
+    p.give_requester(&resps[64..]);
     assert_eq!(p.retry_timer(0), None, "stopped with nothing outstanding");
     assert_eq!(p.done[0], [(a, WcStatus::Success)]);
     // A plain READ: no shift.
     p.post(0, 1);
     let _ = p.send();
     assert_eq!(p.retry_timer(0), Some(retry_ns(10, 0)));
-    p.to_requester(&[ack(0x90, 0x60)]);
+    p.give_requester(&[ack(0x90, 0x60)]);
     assert_eq!(p.retry_timer(0), None, "a NAK stops it");
     p.finish(0);
     p.teardown_clean();
@@ -363,12 +363,12 @@ fn expiry_resends_one_read_req_then_waits_for_an_ack() {
     let one = p.send();
     assert_eq!(one.len(), 1);
     assert!(p.send().is_empty(), "waiting for an ACK");
-    p.to_responder(&one);
+    p.give_responder(&one);
     let r = p.respond();
-    p.to_requester(&r);
+    p.give_requester(&r);
     let rest = p.send();
     assert_eq!(rest.len(), 2, "the ACK lets the rest go");
-    p.to_responder(&rest);
+    p.give_responder(&rest);
     p.finish(0);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();
@@ -390,7 +390,7 @@ fn full_completion_queue_loses_no_completion() {
     let mut root = LockToken::root();
     let wrs: Vec<u64> = (0..16).map(|_| p.post(0, 1)).collect();
     let reqs = p.send();
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     // The responses reach the QP without its completions being polled.
     {
@@ -429,7 +429,7 @@ fn full_completion_queue_loses_no_completion() {
     }
     let last = p.post_sges(0, extra);
     let _ = p.send();
-    p.to_requester(&[ack(0x20, 0x62)]);
+    p.give_requester(&[ack(0x20, 0x62)]);
     p.poll_all();
     let statuses: Vec<_> = p.done[0].iter().map(|d| d.1).collect();
     assert_eq!(statuses.len(), 16, "15 unpolled successes and READ 17");
@@ -453,18 +453,18 @@ fn ack_stopping_an_rnr_wait_schedules_the_send_engine() {
     let b = p.post(0, 1);
     let reqs = p.send();
     assert_eq!(reqs.len(), 2);
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     assert_eq!(resps.len(), 2);
     // A forged RNR NAK for READ 1, then READ 1's real response.
-    p.to_requester(&[ack(0x10, 0x20 | 14)]);
+    p.give_requester(&[ack(0x10, 0x20 | 14)]);
     assert!(p.rnr_timer(0).is_some());
-    p.to_requester(&resps[..1]);
+    p.give_requester(&resps[..1]);
     assert_eq!(p.done[0], [(a, WcStatus::Success)]);
     assert_eq!(p.rnr_timer(0), None, "the ACK stopped the RNR timer");
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::PlainReq(Psn::new(0x11)));
-    p.to_responder(&again);
+    p.give_responder(&again);
     p.finish(0);
     assert_eq!(p.done[0], [(a, WcStatus::Success), (b, WcStatus::Success)]);
     p.teardown_clean();

@@ -72,21 +72,21 @@ fn late_copy_of_a_completed_segment_never_lands_in_a_reused_tid() {
     p.post(1, 4);
     let reqs = p.send();
     assert_eq!(reqs.len(), 2, "A's two segments take the whole context");
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     assert_eq!(resps.len(), 8);
     let late = resps[1].clone();
-    p.to_requester(&resps[..4]);
+    p.give_requester(&resps[..4]);
     // B runs now: with 6.1's rule it has A's first segment's entries.
     let b = p.send();
-    p.to_responder(&b);
+    p.give_responder(&b);
     let rb = p.respond();
     let half = rb.len().min(2);
-    p.to_requester(&rb[..half]);
-    let at = p.to_requester(&[late]);
+    p.give_requester(&rb[..half]);
+    let at = p.give_requester(&[late]);
     assert_eq!(outcome(&at), (false, Some(RcvError::Tid)));
-    p.to_requester(&rb[half..]);
-    p.to_requester(&resps[4..]);
+    p.give_requester(&rb[half..]);
+    p.give_requester(&resps[4..]);
     p.finish(0);
     assert!(p.done.iter().flatten().all(|d| d.1 == WcStatus::Success));
     assert_eq!(p.done.iter().flatten().count(), 3);
@@ -107,11 +107,11 @@ fn segment_tids_are_released_at_its_last_packet() {
     let mut p = Pair::small(16, 8192, 7);
     let wr = p.post(0, 2);
     let reqs = p.send();
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     assert_eq!(resps.len(), 2, "two one-page segments");
     assert_eq!(p.n.rcd.dma.live_mappings(), 2);
-    p.to_requester(&resps[..1]);
+    p.give_requester(&resps[..1]);
     assert_eq!(p.n.rcd.dma.live_mappings(), 1, "segment 1's mapping went");
     {
         let mut root = LockToken::root();
@@ -120,9 +120,9 @@ fn segment_tids_are_released_at_its_last_packet() {
         // kernel's `kern_alloc_tids()` allocates them in pairs.
         assert_eq!(g.ext.requester.quarantined_entries(), 2);
     }
-    let at = p.to_requester(&resps[..1]);
+    let at = p.give_requester(&resps[..1]);
     assert_eq!(outcome(&at), (false, Some(RcvError::Tid)));
-    p.to_requester(&resps[1..]);
+    p.give_requester(&resps[1..]);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     assert_eq!(
         p.held(),
@@ -152,9 +152,9 @@ fn flow_kept_while_a_posted_read_is_unfinished() {
     let b = p.post(0, 4);
     let reqs = p.send();
     assert_eq!(reqs.len(), 1, "READ 2 waits for RcvArray space");
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let r = p.respond();
-    p.to_requester(&r);
+    p.give_requester(&r);
     assert_eq!(p.done[0], [(a, WcStatus::Success)]);
     assert_eq!(
         p.n.leaks(&mut LockToken::root()).flows,
@@ -183,10 +183,10 @@ fn read_resp_for_no_request_errors_the_qp() {
     let mut p = Pair::small(16, 8192, 7);
     let wr = p.post(0, 2);
     let reqs = p.send();
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     let bad = forge_resp(&resps[0], |_, _, h| h.verbs_psn = Psn::new(0x500));
-    p.to_requester(&[bad]);
+    p.give_requester(&[bad]);
     assert_eq!(p.done[0], [(wr, WcStatus::Flushed)]);
     assert_eq!(p.states(0).0, QpState::Error);
     assert_eq!(p.held(), 0);
@@ -224,9 +224,9 @@ fn sync_check_counts_packets_as_the_kernel_does() {
                 starts.push(hdr.flow_psn);
             }
         }
-        p.to_responder(&reqs);
+        p.give_responder(&reqs);
         let resps = p.respond();
-        p.to_requester(&resps);
+        p.give_requester(&resps);
         if reqs.is_empty() && resps.is_empty() {
             break;
         }
@@ -263,7 +263,7 @@ fn seq_error_resp_at_s_psn_passes_the_ib_psn_check() {
     p.post(0, 2);
     let reqs = p.send();
     assert_eq!(reqs.len(), 1, "one segment in flight");
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     // Segment 1 starts at 0x11 = s_psn; a copy ahead of the chip.
     let ahead = forge_resp(&resps[0], |_, psn, h| {
@@ -271,7 +271,7 @@ fn seq_error_resp_at_s_psn_passes_the_ib_psn_check() {
         *psn = FlowPsn::new(psn.generation(), psn.seq() + 5);
     });
     let before = p.req_stats();
-    let at = p.to_requester(&[ahead]);
+    let at = p.give_requester(&[ahead]);
     assert_eq!(outcome(&at).1, Some(RcvError::FlowSeq));
     let after = p.req_stats();
     assert_eq!(after.psn_dropped, before.psn_dropped);
@@ -293,14 +293,14 @@ fn sw_psn_check_uses_the_oldest_segment() {
     let mut p = Pair::small(16, 8192, 7);
     let wr = p.post(0, 2);
     let reqs = p.send();
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     // Segment 0's packet is lost; segment 1's arrives ahead of the chip.
-    let at = p.to_requester(&resps[1..]);
+    let at = p.give_requester(&resps[1..]);
     assert_eq!(outcome(&at).1, Some(RcvError::FlowSeq));
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x10)));
-    p.to_responder(&again);
+    p.give_responder(&again);
     p.finish(0);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();
@@ -329,7 +329,7 @@ fn seq_error_checked_against_another_qps_flow_restarts_never_kills() {
     let a = p.post(0, 4);
     let b = p.post(1, 4);
     let reqs = p.send();
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     let rb = for_qp(&resps, 1);
     // B's segment 2, its headers naming A.
@@ -337,11 +337,11 @@ fn seq_error_checked_against_another_qps_flow_restarts_never_kills() {
         h.verbs_qp = REQUESTER.qpn;
         h.verbs_psn = Psn::new(0x11);
     });
-    let at = p.to_requester(&[forged]);
+    let at = p.give_requester(&[forged]);
     assert_eq!(outcome(&at).1, Some(RcvError::FlowSeq));
     assert_eq!(p.states(0).0, QpState::Rts, "A is not killed");
     assert_eq!(p.req_stats().seq_restarts, 1);
-    p.to_requester(&resps);
+    p.give_requester(&resps);
     p.finish(0);
     assert_eq!(p.done[0], [(a, WcStatus::Success)]);
     assert_eq!(p.done[1], [(b, WcStatus::Success)]);
@@ -361,9 +361,9 @@ fn sequence_error_restart_spends_the_retry_budget() {
     let mut p = Pair::small(16, 8192, 0);
     let wr = p.post(0, 2);
     let reqs = p.send();
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
-    p.to_requester(&resps[1..]);
+    p.give_requester(&resps[1..]);
     assert_eq!(p.done[0], [(wr, WcStatus::RetryExceeded)]);
     p.teardown_clean();
 }
@@ -385,16 +385,16 @@ fn ack_for_a_tid_segment_moves_the_send_cursor_past_it() {
     let wr = p.post(0, 2);
     let reqs = p.send();
     let base = vaddr(&reqs[0]);
-    p.to_responder(&reqs[..1]);
+    p.give_responder(&reqs[..1]);
     let r0 = p.respond();
     assert!(p.expire(0));
     let _lost = p.send();
-    p.to_requester(&[psn_nak(0x10)]);
-    p.to_requester(&r0);
+    p.give_requester(&[psn_nak(0x10)]);
+    p.give_requester(&r0);
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x11)));
     assert_eq!(vaddr(&again[0]), base + 4096, "segment 1's bytes");
-    p.to_responder(&again);
+    p.give_responder(&again);
     p.finish(0);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();
@@ -419,13 +419,13 @@ fn restart_past_every_set_up_segment_goes_on_with_the_next() {
     let wr = p.post(0, 2);
     let reqs = p.send();
     assert_eq!(reqs.len(), 1);
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let r0 = p.respond();
-    p.to_requester(&[psn_nak(0x10)]);
-    p.to_requester(&r0);
+    p.give_requester(&[psn_nak(0x10)]);
+    p.give_requester(&r0);
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x11)));
-    p.to_responder(&again);
+    p.give_responder(&again);
     p.finish(0);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();
@@ -456,9 +456,9 @@ fn resend_resumes_the_walk_after_a_queued_segments_pages() {
     assert!(p.expire(0));
     let one = p.send();
     assert_eq!(one.len(), 1, "segment 0 again");
-    p.to_responder(&one);
+    p.give_responder(&one);
     let r = p.respond();
-    p.to_requester(&r);
+    p.give_requester(&r);
     // Segment 1 again; segment 2 (its pages found) still waits.
     let more = p.send();
     assert_eq!(more.len(), 1);
@@ -512,11 +512,11 @@ fn errored_qp_leaves_the_rcvarray_queue_and_wakes_the_next() {
     .unwrap();
     nak.clear();
     nak.extend_from_slice(&buf[..n]);
-    p.to_requester(&[nak]);
+    p.give_requester(&[nak]);
     assert_eq!(p.done[0], [(a, WcStatus::RemoteOperational)]);
-    p.to_responder(&rc);
+    p.give_responder(&rc);
     let r = p.respond();
-    p.to_requester(&r);
+    p.give_requester(&r);
     p.finish(1);
     assert_eq!(p.done[2], [(c, WcStatus::Success)]);
     assert_eq!(p.done[1], [(b, WcStatus::Success)]);
@@ -542,7 +542,7 @@ fn late_last_packet_after_a_restart_does_not_wrap_the_read_count() {
     let mut p = Pair::small(16, 8192, 7);
     let wr = p.post(0, 3);
     let reqs = p.send();
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     let (last, _) = split_last(&resps);
     assert_eq!(last.len(), 3);
@@ -551,7 +551,7 @@ fn late_last_packet_after_a_restart_does_not_wrap_the_read_count() {
     assert_eq!(one.len(), 1, "segment 0 requested again");
     // The old stream's segments 0 and 1 arrive before segment 1 is
     // requested again.
-    p.to_requester(&last[..2]);
+    p.give_requester(&last[..2]);
     let rest = p.send();
     assert_eq!(rest.len(), 1, "segment 2 requested again");
     assert_eq!(kind(&rest[0]), Kind::TidReq(Psn::new(0x12)));
@@ -560,8 +560,8 @@ fn late_last_packet_after_a_restart_does_not_wrap_the_read_count() {
         let g = p.n.requesters[0].s_lock.lock(&mut root);
         assert_eq!(g.ext.requester.reads_outstanding(), 1);
     }
-    p.to_responder(&one);
-    p.to_responder(&rest);
+    p.give_responder(&one);
+    p.give_responder(&rest);
     p.finish(0);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();
@@ -587,7 +587,7 @@ fn expiry_restarts_from_a_segment_a_psn_nak_passed() {
     let reqs = p.send();
     assert_eq!(reqs.len(), 4);
     // 0x12's request is lost: the responder NAKs 0x12 on 0x13.
-    p.to_responder(&[reqs[0].clone(), reqs[1].clone(), reqs[3].clone()]);
+    p.give_responder(&[reqs[0].clone(), reqs[1].clone(), reqs[3].clone()]);
     let out = p.respond();
     let resps: Vec<_> = out
         .iter()
@@ -601,18 +601,18 @@ fn expiry_restarts_from_a_segment_a_psn_nak_passed() {
         .collect();
     assert_eq!(kind(&nak[0]), Kind::Ack(Psn::new(0x12), 0x60));
     // Segment 1's response (0x11) is lost; the NAK passes it.
-    p.to_requester(&resps[..1]);
-    p.to_requester(&nak);
+    p.give_requester(&resps[..1]);
+    p.give_requester(&nak);
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x12)));
-    p.to_responder(&again);
+    p.give_responder(&again);
     let later = p.respond();
     // The first sequence error restarts from segment 1; that request is
     // lost as well.
-    p.to_requester(&later[..1]);
+    p.give_requester(&later[..1]);
     let lost = p.send();
     assert_eq!(kind(&lost[0]), Kind::TidReq(Psn::new(0x11)));
-    p.to_requester(&later[1..]);
+    p.give_requester(&later[1..]);
     p.finish(0);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();
@@ -639,14 +639,14 @@ fn last_packet_with_a_nak_aeth_keeps_its_segment() {
     let mut p = Pair::small(16, 8192, 7);
     let wr = p.post(0, 2);
     let reqs = p.send();
-    p.to_responder(&reqs);
+    p.give_responder(&reqs);
     let resps = p.respond();
     let forged = forge_resp(&resps[0], |_, _, h| h.aeth.syndrome = 0x60);
-    p.to_requester(&[forged]);
+    p.give_requester(&[forged]);
     assert!(p.done[0].is_empty());
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x10)));
-    p.to_responder(&again);
+    p.give_responder(&again);
     p.finish(0);
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use hfi1_hal::consts::{MAX_SEGMENT_SIZE, PAGE_SIZE};
+use tid_read_proto::qualify::MIN_LENGTH;
 use serde::{Deserialize, Serialize};
 
 /// Exit code of a run (or every soak seed) that passed.
@@ -327,15 +328,20 @@ fn parse_reorder(s: &str) -> Result<usize, String> {
 
 /// RcvArray entries one segment of `request`-byte READs may need, laid
 /// out as the simulator lays out destination pages (any page may be a
-/// single scattered page): one per page of a full segment.
+/// single scattered page): one per page of a full segment; none for a
+/// READ below 256 KiB, which goes as a plain RDMA READ into eager buffers.
 pub fn segment_entries(request: u64) -> u64 {
+    if request < u64::from(MIN_LENGTH) {
+        return 0;
+    }
     request.min(u64::from(MAX_SEGMENT_SIZE)) / u64::from(PAGE_SIZE)
 }
 
 /// The fewest TID groups (8 entries each) that hold one segment of
-/// `request`-byte READs: [`segment_entries`] rounded up to whole groups.
+/// `request`-byte READs: [`segment_entries`] rounded up to whole groups,
+/// at least one.
 pub fn min_groups(request: u64) -> u32 {
-    u32::try_from(segment_entries(request).div_ceil(GROUP_SIZE)).unwrap_or(u32::MAX)
+    u32::try_from(segment_entries(request).div_ceil(GROUP_SIZE).max(1)).unwrap_or(u32::MAX)
 }
 
 impl Options {
@@ -355,7 +361,11 @@ impl Options {
 
     /// The largest READ the run posts.
     pub fn largest_read(&self) -> u64 {
-        self.read_cycle().iter().copied().max().unwrap_or(self.request)
+        self.read_cycle()
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(self.request)
     }
 
     /// Refuses what the simulator would have to change to run, and
@@ -612,9 +622,11 @@ mod tests {
     fn the_minimum_groups_follow_the_segment() {
         assert_eq!(min_groups(1 << 20), 8);
         assert_eq!(min_groups(256 << 10), 8);
+        // Below 256 KiB a READ is a plain RDMA READ: no RcvArray entries.
         assert_eq!(min_groups(12 << 10), 1);
-        assert_eq!(min_groups(60 << 10), 2);
-        assert_eq!(min_groups(68 << 10), 3);
+        assert_eq!(min_groups(60 << 10), 1);
+        assert_eq!(min_groups(252 << 10), 1);
+        assert_eq!(min_groups(260 << 10), 8);
         assert!(run(&["--groups", "8"]).is_ok());
         assert!(
             run(&[

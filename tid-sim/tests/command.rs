@@ -102,7 +102,7 @@ fn a_passing_run_exits_0_and_its_json_describes_itself() {
     assert_eq!(v["inputs"]["qps"], 2);
     assert_eq!(v["inputs"]["drop"], 0.01);
     assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
-    assert_eq!(v["completions"]["Success"], 4);
+    assert_eq!(v["completions"]["SUCCESS"], 4);
     assert_eq!(v["per_qp"].as_array().map(Vec::len), Some(2));
     assert!(
         v["series"]["samples"]

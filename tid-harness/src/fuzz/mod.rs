@@ -31,7 +31,7 @@
 //!   is a flush (the kernel's error state);
 //! - in [`Mode::Pair`] a successful request carries the source's bytes,
 //!   and a request fails only as the kernel lets it with only real
-//!   packets on the wire ([`World::kernel_allows`]).
+//!   packets on the wire (see `kernel_allows` in this module).
 //!
 //! Checked at the end: every request completed (liveness, except in
 //! [`Mode::ResponderRx`], where a forged request may legitimately take a
@@ -56,7 +56,7 @@ use tid_read_proto::packet::{self, Parsed};
 use tid_read_proto::rc::{EngineError, WcStatus};
 use tid_read_proto::responder::ReqVerdict;
 
-pub use input::{Input, describe, mutated, pick, read_setup};
+pub use input::{FUZZ_TID_READ_MIN, Input, describe, mutated, pick, read_setup};
 
 use crate::platform::SoftPlatform;
 use crate::world::{Arrival, AtResponder, Done, Ran, Setup, TwoNodes};

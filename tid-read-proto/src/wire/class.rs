@@ -249,8 +249,8 @@ mod tests {
             rkey: 7,
             length: 8192,
         };
-        let n = plain_read::write_request(&mut buf, Path::default(), 0x21, Psn::new(3), &r)
-            .unwrap();
+        let n =
+            plain_read::write_request(&mut buf, Path::default(), 0x21, Psn::new(3), &r).unwrap();
         assert_eq!(classify(&buf[..n]), Class::PlainReadReq);
         assert_eq!(by_parse(&buf[..n]), Class::PlainReadReq);
         assert_eq!(verbs_qp(&buf[..n]), Some(0x21));
@@ -282,8 +282,10 @@ mod tests {
             assert_eq!(by_parse(&buf[..n]), want, "{kind:?}");
             assert_eq!(verbs_qp(&buf[..n]), Some(0x22));
         }
-        let mut hdr = read_resp::Repr::default();
-        hdr.verbs_qp = 0x23;
+        let hdr = read_resp::Repr {
+            verbs_qp: 0x23,
+            ..read_resp::Repr::default()
+        };
         let n = packet::build_read_resp(
             &mut buf,
             Path::default(),

@@ -94,7 +94,7 @@ impl Pair {
     }
 
     /// Delivers `pkts` to the responder node.
-    pub fn to_responder(&mut self, pkts: &[Vec<u8>]) -> Vec<ReqVerdict> {
+    pub fn give_responder(&mut self, pkts: &[Vec<u8>]) -> Vec<ReqVerdict> {
         let mut root = LockToken::root();
         pkts.iter()
             .filter_map(|p| match self.n.deliver_to_responder(p, &mut root) {
@@ -113,7 +113,7 @@ impl Pair {
     }
 
     /// Delivers `pkts` to the requester node, taking the completions.
-    pub fn to_requester(&mut self, pkts: &[Vec<u8>]) -> Vec<AtRequester> {
+    pub fn give_requester(&mut self, pkts: &[Vec<u8>]) -> Vec<AtRequester> {
         let mut root = LockToken::root();
         let out: Vec<AtRequester> = pkts
             .iter()
@@ -151,14 +151,16 @@ impl Pair {
     pub fn run(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
         loop {
             let reqs: Vec<_> = self.send().into_iter().filter(|p| keep(p)).collect();
-            self.to_responder(&reqs);
+            self.give_responder(&reqs);
             let resps: Vec<_> = self.respond().into_iter().filter(|p| keep(p)).collect();
-            self.to_requester(&resps);
+            self.give_requester(&resps);
             self.poll_all();
-            if reqs.is_empty() && resps.is_empty() && self.n.pending_sends() == 0 {
-                if self.n.pending_work() == 0 {
-                    return;
-                }
+            if reqs.is_empty()
+                && resps.is_empty()
+                && self.n.pending_sends() == 0
+                && self.n.pending_work() == 0
+            {
+                return;
             }
         }
     }
