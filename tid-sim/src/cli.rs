@@ -15,8 +15,8 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use hfi1_hal::consts::{MAX_SEGMENT_SIZE, PAGE_SIZE};
-use tid_read_proto::qualify::MIN_LENGTH;
 use serde::{Deserialize, Serialize};
+use tid_read_proto::qualify::MIN_LENGTH;
 
 /// Exit code of a run (or every soak seed) that passed.
 pub const EXIT_PASS: u8 = 0;

@@ -12,7 +12,7 @@
 use hfi1_hal::Kdeth0;
 use hfi1_hal::consts::{OP_TID_RDMA_READ_REQ, OP_TID_RDMA_READ_RESP};
 
-use super::{bth, kdeth, lrh, read_resp};
+use super::{bth, kdeth, lrh, read_req, read_resp};
 use crate::packet::OP_RC_ACK;
 use crate::plain_read::{
     OP_READ_REQUEST, OP_READ_RESPONSE_FIRST, OP_READ_RESPONSE_LAST, OP_READ_RESPONSE_MIDDLE,
@@ -27,8 +27,10 @@ const KDETH0: usize = lrh::HEADER_LEN + bth::HEADER_LEN;
 const KDETH0_END: usize = KDETH0 + kdeth::HEADER_LEN / 2;
 /// Offset of the BTH's DestQP word.
 const DEST_QP: usize = lrh::HEADER_LEN + 4;
-/// Offset of a TID READ_RESP's `verbs_qp` (the last word of its header).
+/// Offset of a TID READ_RESP's or READ_REQ's `verbs_qp` (the last word
+/// of either header).
 const RESP_VERBS_QP: usize = KDETH0 + read_resp::HEADER_LEN - 4;
+const _: () = assert!(read_resp::HEADER_LEN == read_req::HEADER_LEN);
 
 /// What a packet is, as far as its opcode and SH bit tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,9 +85,9 @@ pub fn classify(packet: &[u8]) -> Class {
 }
 
 /// The verbs QP a 9B packet belongs to: the BTH's DestQP, except for a TID
-/// READ_RESP, whose DestQP names the requester's receive context (shared
-/// by its QPs) and whose header carries the verbs QP. `None` if the bytes
-/// are too short. Same trust as [`classify`].
+/// READ_REQ or READ_RESP, whose DestQP names a receive context's KDETH QP
+/// (shared by its QPs) and whose header carries the verbs QP. `None` if
+/// the bytes are too short. Same trust as [`classify`].
 pub fn verbs_qp(packet: &[u8]) -> Option<u32> {
     let word = |at: usize| {
         packet
@@ -93,7 +95,10 @@ pub fn verbs_qp(packet: &[u8]) -> Option<u32> {
             .and_then(|w| <[u8; 4]>::try_from(w).ok())
             .map(u32::from_be_bytes)
     };
-    if packet.get(OPCODE).copied() == Some(OP_TID_RDMA_READ_RESP) {
+    if matches!(
+        packet.get(OPCODE).copied(),
+        Some(OP_TID_RDMA_READ_RESP | OP_TID_RDMA_READ_REQ)
+    ) {
         word(RESP_VERBS_QP)
     } else {
         word(DEST_QP).map(|w| w & 0x00FF_FFFF)
@@ -298,6 +303,13 @@ mod tests {
         .unwrap();
         assert_eq!(verbs_qp(&buf[..n]), Some(0x23));
         assert_eq!(verbs_qp(&buf[..RESP_VERBS_QP]), None);
+        // A TID READ_REQ's DestQP is the responder context's KDETH QP; its
+        // header names the verbs QP, at the same offset.
+        let mut req = vec![0u8; RESP_VERBS_QP + 4];
+        req[OPCODE] = hfi1_hal::consts::OP_TID_RDMA_READ_REQ;
+        req[DEST_QP + 1] = 0x80;
+        req[RESP_VERBS_QP..].copy_from_slice(&0x24u32.to_be_bytes());
+        assert_eq!(verbs_qp(&req), Some(0x24));
     }
 
     #[test]

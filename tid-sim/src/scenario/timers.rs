@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The requesters' retry and RNR timers on simulated time: each follows
+//! the engine's timer (armed, re-armed, stopped), and when nothing else
+//! can happen simulated time jumps to the next deadline.
+
+use super::*;
+
+/// One engine timer's deadline on simulated time: the epoch last seen
+/// and when it expires.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Deadline {
+    epoch: u32,
+    at: Option<f64>,
+}
+
+impl Deadline {
+    /// Follows the engine's timer: a new epoch sets (or drops) the
+    /// deadline from `now`.
+    fn follow(&mut self, t: Timer, now: f64) {
+        if t.epoch() != self.epoch {
+            self.epoch = t.epoch();
+            self.at = t.armed().map(|d| now + d as f64);
+        }
+    }
+}
+
+impl<O: Observer> Scenario<'_, O> {
+    /// Follows requester `i`'s timers after something touched it.
+    pub(super) fn sync_timers(&mut self, i: usize) {
+        let now = self.clock.ns;
+        if let (Some((retry, rnr)), Some(d)) = (
+            self.nodes.timers(i, &mut self.root),
+            self.clock.timers.get_mut(i),
+        ) {
+            d[0].follow(retry, now);
+            d[1].follow(rnr, now);
+        }
+    }
+
+    /// Fires every timer whose deadline passed; returns whether one did.
+    pub(super) fn fire_due_timers(&mut self) -> bool {
+        let now = self.clock.ns;
+        let mut fired = false;
+        for i in 0..self.clock.timers.len() {
+            for which in 0..2 {
+                let due = self.clock.timers[i][which].at.is_some_and(|t| t <= now);
+                if due {
+                    self.clock.timers[i][which].at = None;
+                    fired |= self.fire_timer(i, which);
+                }
+            }
+        }
+        fired
+    }
+
+    /// Nothing can happen but a timer: simulated time jumps to the
+    /// earliest deadline and it fires. False if no timer runs.
+    pub(super) fn jump_to_next_deadline(&mut self) -> bool {
+        let next = self
+            .clock
+            .timers
+            .iter()
+            .flat_map(|d| d.iter().filter_map(|d| d.at))
+            .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.min(t))));
+        let Some(at) = next else {
+            return false;
+        };
+        self.clock.ns = self.clock.ns.max(at);
+        self.fire_due_timers();
+        true
+    }
+
+    /// Requester `i`'s retry (`which` 0) or RNR (1) timer expires: the
+    /// engine restarts (or spends its budget), and what completed is
+    /// taken. Returns whether the engine's timer was running.
+    fn fire_timer(&mut self, i: usize, which: usize) -> bool {
+        let fired = if which == 0 {
+            self.nodes.fire_timer(i, &mut self.root)
+        } else {
+            self.nodes.fire_rnr_timer(i, &mut self.root)
+        };
+        self.take_completions(i);
+        fired
+    }
+
+    /// Takes requester `i`'s completions (a timer or a send engine may
+    /// have failed or flushed READs), posts what its queue takes, and
+    /// follows its timers.
+    pub(super) fn take_completions(&mut self, i: usize) {
+        let done = self.nodes.poll(i, &mut self.root);
+        if !done.is_empty() {
+            self.clock.idle_fires = 0;
+        }
+        self.count_done(done);
+        self.post_more(i);
+        self.sync_timers(i);
+    }
+}
