@@ -2,7 +2,10 @@
 //! The driver's numbers (SPEC §2).
 //!
 //! Each constant names its kernel counterpart in its doc line so a reader of
-//! the C driver can find it.
+//! the C driver can find it. The flag words are [`crate::flags`]; the
+//! RNR NAK syndrome is [`IB_RNR_NAK`].
+
+use crate::flags::SFlags;
 
 /// Kernel: `PAGE_SHIFT` (4 KiB pages on x86-64).
 pub const PAGE_SHIFT: u32 = 12;
@@ -85,15 +88,48 @@ pub const OP_TID_RDMA_RESYNC: u8 = TID_OP_BASE + 6;
 pub const OP_TID_RDMA_ACK: u8 = TID_OP_BASE + 7;
 
 /// Kernel: `HFI1_S_WAIT_TID_SPACE` (`qp.h`, BIT(28)), the QP flag set in
-/// `qp->s_flags` while it waits on a queue. Not `HFI1_S_WAIT_TID_RESP`
-/// (BIT(27)); the driver's adapter checks the value against the header of
-/// the kernel it is built for.
-pub const S_WAIT_TID_SPACE: u32 = 1 << 28;
+/// `qp->s_flags` while it waits on a queue ([`SFlags::WAIT_TID_SPACE`]).
+/// Not `HFI1_S_WAIT_TID_RESP` (BIT(27)); the driver's adapter checks the
+/// value against the header of the kernel it is built for.
+pub const S_WAIT_TID_SPACE: u32 = SFlags::WAIT_TID_SPACE.bits();
 
 /// Kernel: `RVT_S_WAIT_KMEM` (`rdmavt_qp.h`), the QP flag set in
 /// `qp->s_flags` while it waits on the device's memory-wait list
-/// (`hfi1_wait_kmem()`).
-pub const S_WAIT_KMEM: u32 = 0x2000;
+/// (`hfi1_wait_kmem()`) ([`SFlags::WAIT_KMEM`]).
+pub const S_WAIT_KMEM: u32 = SFlags::WAIT_KMEM.bits();
+
+/// Kernel: `HFI1_S_WAIT_HALT` (`qp.h`): the first leg is halted while a
+/// RESYNC is outstanding ([`SFlags::WAIT_HALT`]).
+pub const S_WAIT_HALT: u32 = SFlags::WAIT_HALT.bits();
+
+/// Kernel: `TID_RDMA_SEGMENT_SHIFT` (`tid_rdma.h`): `log2` of
+/// [`MAX_SEGMENT_SIZE`].
+pub const TID_RDMA_SEGMENT_SHIFT: u32 = 18;
+
+/// Kernel: `HFI1_TID_RDMA_WRITE_CNT` (`tid_rdma.h`): TID RDMA WRITEs a
+/// requester may have started and not completed, and the extra ack-queue
+/// entries the responder keeps for them.
+pub const TID_RDMA_WRITE_CNT: usize = 8;
+
+/// Kernel: `HFI1_MAX_RDMA_ATOMIC` (`verbs.h`): the device's
+/// `max_rdma_atomic` (RDMA READ and atomic responses in flight).
+pub const MAX_RDMA_ATOMIC: usize = 16;
+
+/// Ack-queue entries of a QP (25). Kernel: `rvt_max_atomic(rdi)` =
+/// `max_rdma_atomic + extra_rdma_atomic + 1` with hfi1's
+/// `HFI1_MAX_RDMA_ATOMIC` and `HFI1_TID_RDMA_WRITE_CNT`; the queue's
+/// indices wrap after `rvt_size_atomic(rdi)` = [`ACK_QUEUE_ENTRIES`] - 1.
+pub const ACK_QUEUE_ENTRIES: usize = MAX_RDMA_ATOMIC + TID_RDMA_WRITE_CNT + 1;
+
+/// Kernel: `IB_RNR_NAK` (`ib_hdrs.h`): the AETH syndrome of an RNR NAK;
+/// the timer index goes in its low five bits ([`IB_AETH_CREDIT_MASK`]).
+pub const IB_RNR_NAK: u8 = 0x20;
+/// Kernel: `IB_NAK_PSN_ERROR` (`ib_hdrs.h`): the AETH syndrome of a PSN
+/// sequence error NAK.
+pub const IB_NAK_PSN_ERROR: u8 = 0x60;
+/// Kernel: `IB_AETH_CREDIT_MASK` (`ib_hdrs.h`): the five-bit credit (or
+/// RNR timer) field of the AETH syndrome.
+pub const IB_AETH_CREDIT_MASK: u8 = 0x1F;
 
 // The checks the C driver makes with BUILD_BUG_ON, and the ones our array
 // capacities rely on.
@@ -108,3 +144,5 @@ const _: () = assert!(
     GENERATION_MASK < (1 << 20)
         && (GENERATION_MASK << KDETH_SEQ_SHIFT) | KDETH_SEQ_MASK == PSN_MASK
 );
+const _: () = assert!(ACK_QUEUE_ENTRIES == 25);
+const _: () = assert!(1 << TID_RDMA_SEGMENT_SHIFT == MAX_SEGMENT_SIZE);

@@ -7,6 +7,7 @@
 //! value the hardware or the wire can produce) and the accessors mask.
 
 use crate::consts::{GENERATION_RESERVED, KDETH_SEQ_SHIFT, NUM_TID_FLOWS, PSN_MASK};
+use crate::flags::{FlowCtrl, Kdeth0Flags};
 use crate::psn::{FlowPsn, Generation};
 
 /// A field value did not fit its bit width.
@@ -165,26 +166,36 @@ impl FlowIndex {
 
 /// One flow-table register (`RCV_TID_FLOW_TABLE + 8 * flow`).
 ///
-/// Bits 0..=10 next sequence, 11..=30 generation, 32 FLOW_VALID,
-/// 33 HDR_SUPP_EN, 34 KEEP_AFTER_SEQ_ERR, 35 KEEP_ON_GEN_ERR,
-/// 37 SEQ_MISMATCH, 38 GEN_MISMATCH.
+/// Bits 0..=10 next sequence, 11..=30 generation, and the control and
+/// status bits of [`FlowCtrl`]: 32 FLOW_VALID, 33 HDR_SUPP_EN,
+/// 34 KEEP_AFTER_SEQ_ERR, 35 KEEP_ON_GEN_ERR, 37 SEQ_MISMATCH,
+/// 38 GEN_MISMATCH.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[repr(transparent)]
 pub struct FlowTableReg(u64);
 
 impl FlowTableReg {
-    /// FLOW_VALID.
-    pub const FLOW_VALID: u64 = 1 << 32;
+    /// FLOW_VALID ([`FlowCtrl::FLOW_VALID`] as a word).
+    pub const FLOW_VALID: u64 = FlowCtrl::FLOW_VALID.bits();
     /// HDR_SUPP_EN: header suppression for in-sequence packets.
-    pub const HDR_SUPP_EN: u64 = 1 << 33;
+    pub const HDR_SUPP_EN: u64 = FlowCtrl::HDR_SUPP_EN.bits();
     /// KEEP_AFTER_SEQ_ERR.
-    pub const KEEP_AFTER_SEQ_ERR: u64 = 1 << 34;
+    pub const KEEP_AFTER_SEQ_ERR: u64 = FlowCtrl::KEEP_AFTER_SEQ_ERR.bits();
     /// KEEP_ON_GEN_ERR.
-    pub const KEEP_ON_GEN_ERR: u64 = 1 << 35;
+    pub const KEEP_ON_GEN_ERR: u64 = FlowCtrl::KEEP_ON_GEN_ERR.bits();
     /// STATUS_SEQ_MISMATCH.
-    pub const SEQ_MISMATCH: u64 = 1 << 37;
+    pub const SEQ_MISMATCH: u64 = FlowCtrl::SEQ_MISMATCH.bits();
     /// STATUS_GEN_MISMATCH.
-    pub const GEN_MISMATCH: u64 = 1 << 38;
+    pub const GEN_MISMATCH: u64 = FlowCtrl::GEN_MISMATCH.bits();
+
+    /// What software sets, with every register write, besides the PSN:
+    /// valid, keep the flow after errors, clear both status bits (they
+    /// are write-1-to-clear). Kernel: `kern_set_hw_flow()`.
+    const ARMED: FlowCtrl = FlowCtrl::FLOW_VALID
+        .union(FlowCtrl::KEEP_AFTER_SEQ_ERR)
+        .union(FlowCtrl::KEEP_ON_GEN_ERR)
+        .union(FlowCtrl::SEQ_MISMATCH)
+        .union(FlowCtrl::GEN_MISMATCH);
 
     /// The value software writes to arm a flow with `generation` (sequence
     /// 0). Header suppression is on unless the generation is the reserved
@@ -192,16 +203,12 @@ impl FlowTableReg {
     /// Kernel: `kern_set_hw_flow()`.
     pub const fn for_generation(generation: Generation) -> Self {
         let g = generation.get();
-        let mut v = (g as u64) << KDETH_SEQ_SHIFT
-            | Self::FLOW_VALID
-            | Self::KEEP_AFTER_SEQ_ERR
-            | Self::KEEP_ON_GEN_ERR
-            | Self::SEQ_MISMATCH
-            | Self::GEN_MISMATCH;
-        if g != GENERATION_RESERVED {
-            v |= Self::HDR_SUPP_EN;
-        }
-        Self(v)
+        let ctrl = if g == GENERATION_RESERVED {
+            Self::ARMED
+        } else {
+            Self::ARMED.union(FlowCtrl::HDR_SUPP_EN)
+        };
+        Self((g as u64) << KDETH_SEQ_SHIFT | ctrl.bits())
     }
 
     /// Wraps a raw register value.
@@ -224,12 +231,34 @@ impl FlowTableReg {
         Self((self.0 & !(PSN_MASK as u64)) | psn.raw() as u64)
     }
 
-    /// True if `bit` (one of the associated constants) is set.
+    /// The control and status bits.
+    pub const fn ctrl(self) -> FlowCtrl {
+        FlowCtrl::from_bits_truncate(self.0)
+    }
+
+    /// True if every bit of `bits` is set.
+    pub const fn contains(self, bits: FlowCtrl) -> bool {
+        self.ctrl().contains(bits)
+    }
+
+    /// With the bits of `bits` set or cleared; every other bit kept.
+    pub const fn with_ctrl(self, bits: FlowCtrl, on: bool) -> Self {
+        if on {
+            Self(self.0 | bits.bits())
+        } else {
+            Self(self.0 & !bits.bits())
+        }
+    }
+
+    /// True if `bit` (one of the associated word constants) is set. Kept
+    /// for callers of the word form; [`FlowTableReg::contains`] takes the
+    /// typed bits.
     pub const fn has(self, bit: u64) -> bool {
         self.0 & bit != 0
     }
 
-    /// Sets or clears `bit`.
+    /// Sets or clears `bit` (a word constant); see
+    /// [`FlowTableReg::with_ctrl`] for the typed form.
     pub const fn with(self, bit: u64, on: bool) -> Self {
         if on {
             Self(self.0 | bit)
@@ -266,15 +295,16 @@ pub struct Kdeth0Fields {
 
 impl Kdeth0 {
     const OFFSET_BITS: u32 = 15;
-    const OM: u32 = 1 << 15;
     const TID_SHIFT: u32 = 16;
     const TID_BITS: u32 = 10;
     const TIDCTRL_SHIFT: u32 = 26;
-    const INTR: u32 = 1 << 28;
-    const SH: u32 = 1 << 29;
     const KVER_SHIFT: u32 = 30;
     /// The only KDETH version (KVER = 1).
     pub const KVER: u32 = 1;
+    /// A word with KVER = 1 and every other field zero (what the TID
+    /// packets without a TID entry carry: requests, responses without
+    /// data, ACKs, RESYNC).
+    pub const VERSION_ONLY: Self = Self(Self::KVER << Self::KVER_SHIFT);
 
     /// Builds word 0 with KVER = 1; fails if a field is too wide.
     pub const fn new(f: Kdeth0Fields) -> Result<Self, FieldError> {
@@ -287,18 +317,18 @@ impl Kdeth0 {
         if let Err(e) = fit("kdeth.tidctrl", f.tidctrl as u64, 2) {
             return Err(e);
         }
-        let mut w = f.offset | f.tid << Self::TID_SHIFT | f.tidctrl << Self::TIDCTRL_SHIFT;
-        w |= Self::KVER << Self::KVER_SHIFT;
+        let w = f.offset | f.tid << Self::TID_SHIFT | f.tidctrl << Self::TIDCTRL_SHIFT;
+        let mut flags = Kdeth0Flags::empty();
         if f.om {
-            w |= Self::OM;
+            flags = flags.union(Kdeth0Flags::OM);
         }
         if f.intr {
-            w |= Self::INTR;
+            flags = flags.union(Kdeth0Flags::INTR);
         }
         if f.sh {
-            w |= Self::SH;
+            flags = flags.union(Kdeth0Flags::SH);
         }
-        Ok(Self(w))
+        Ok(Self(Self::VERSION_ONLY.0 | w | flags.bits()))
     }
 
     /// Wraps a raw (host-order) word.
@@ -311,6 +341,21 @@ impl Kdeth0 {
         self.0
     }
 
+    /// The one-bit fields (OM, INTR, SH).
+    pub const fn flags(self) -> Kdeth0Flags {
+        Kdeth0Flags::from_bits_truncate(self.0)
+    }
+
+    /// With the one-bit fields of `flags` set or cleared; every other field
+    /// kept (a segment's last WRITE_DATA clears SH and INTR).
+    pub const fn with_flags(self, flags: Kdeth0Flags, on: bool) -> Self {
+        if on {
+            Self(self.0 | flags.bits())
+        } else {
+            Self(self.0 & !flags.bits())
+        }
+    }
+
     /// OFFSET in units given by [`Self::om`].
     pub const fn offset(self) -> u32 {
         get32(self.0, 0, Self::OFFSET_BITS)
@@ -318,7 +363,7 @@ impl Kdeth0 {
 
     /// OM: true when OFFSET counts 64-byte units, false for 4-byte units.
     pub const fn om(self) -> bool {
-        self.0 & Self::OM != 0
+        self.flags().contains(Kdeth0Flags::OM)
     }
 
     /// The byte offset OFFSET × (64 or 4).
@@ -338,12 +383,12 @@ impl Kdeth0 {
 
     /// INTR.
     pub const fn intr(self) -> bool {
-        self.0 & Self::INTR != 0
+        self.flags().contains(Kdeth0Flags::INTR)
     }
 
     /// SH: header suppression requested for this packet.
     pub const fn sh(self) -> bool {
-        self.0 & Self::SH != 0
+        self.flags().contains(Kdeth0Flags::SH)
     }
 
     /// KVER (1 on every valid packet).
@@ -442,5 +487,26 @@ mod tests {
             .is_err()
         );
         assert_eq!(Kdeth1::with_jkey(0x1FF).raw(), 0xFF);
+        assert_eq!(Kdeth0::VERSION_ONLY.raw(), 1 << 30);
+        let last = k.with_flags(Kdeth0Flags::SH | Kdeth0Flags::INTR, false);
+        assert_eq!(last.raw(), 0x4FFF_FFFF);
+        assert!(!last.sh() && !last.intr() && last.om());
+        assert_eq!(last.flags(), Kdeth0Flags::OM);
+    }
+
+    #[test]
+    fn flow_reg_typed_bits() {
+        let g = Generation::new(5).unwrap();
+        let r = FlowTableReg::for_generation(g);
+        assert!(r.contains(FlowCtrl::FLOW_VALID | FlowCtrl::HDR_SUPP_EN));
+        let off = FlowTableReg::for_generation(Generation::RESERVED);
+        assert!(!off.contains(FlowCtrl::HDR_SUPP_EN) && off.contains(FlowCtrl::FLOW_VALID));
+        let s = r.with_ctrl(FlowCtrl::SEQ_MISMATCH | FlowCtrl::GEN_MISMATCH, false);
+        assert_eq!(s.raw(), r.raw() & !(3 << 37));
+        assert_eq!(s.next_psn(), r.next_psn());
+        assert_eq!(
+            r.with(FlowTableReg::HDR_SUPP_EN, false),
+            r.with_ctrl(FlowCtrl::HDR_SUPP_EN, false)
+        );
     }
 }

@@ -47,7 +47,12 @@ use crate::consts::{
     MAX_READ_SEGS_PER_REQ, MAX_SEGMENT_SIZE, MAX_TID_FLOW_PSN, MAX_WRITE_SEGS_PER_REQ,
     NUM_TID_FLOWS, S_WAIT_KMEM, S_WAIT_TID_SPACE, TID_RDMA_JKEY,
 };
+use crate::consts::{
+    IB_AETH_CREDIT_MASK, IB_NAK_PSN_ERROR, IB_RNR_NAK, MAX_RDMA_ATOMIC, TID_RDMA_SEGMENT_SHIFT,
+    TID_RDMA_WRITE_CNT,
+};
 use crate::fields::FlowTableReg;
+use crate::flags::{Kdeth0Flags, SFlags, TidFlags};
 
 /// Where the driver defines a value: in a header (checked by
 /// `hfi1_tid_layout.c`), or in `tid_rdma.c` itself (checked inside that
@@ -77,6 +82,11 @@ const fn header(c_name: &'static str, value: u64) -> Value {
         value,
         defined: Defined::Header,
     }
+}
+
+/// A 32-bit flag word's bit (or mask) defined in a header.
+const fn flag(c_name: &'static str, bits: u32) -> Value {
+    header(c_name, bits as u64)
 }
 
 const fn tid_rdma_c(c_name: &'static str, value: u64) -> Value {
@@ -116,6 +126,57 @@ pub const VALUES: &[Value] = &[
     header("RCV_TID_FLOW_TABLE", RCV_TID_FLOW_TABLE as u64),
     header("DMA_FROM_DEVICE", DMA_FROM_DEVICE as u64),
     header("RVT_SEGSZ", RVT_SEGSZ as u64),
+    flag("RVT_S_SIGNAL_REQ_WR", SFlags::SIGNAL_REQ_WR.bits()),
+    flag("RVT_S_BUSY", SFlags::BUSY.bits()),
+    flag("RVT_S_TIMER", SFlags::TIMER.bits()),
+    flag("RVT_S_RESP_PENDING", SFlags::RESP_PENDING.bits()),
+    flag("RVT_S_ACK_PENDING", SFlags::ACK_PENDING.bits()),
+    flag("RVT_S_WAIT_FENCE", SFlags::WAIT_FENCE.bits()),
+    flag("RVT_S_WAIT_RDMAR", SFlags::WAIT_RDMAR.bits()),
+    flag("RVT_S_WAIT_RNR", SFlags::WAIT_RNR.bits()),
+    flag("RVT_S_WAIT_SSN_CREDIT", SFlags::WAIT_SSN_CREDIT.bits()),
+    flag("RVT_S_WAIT_DMA", SFlags::WAIT_DMA.bits()),
+    flag("RVT_S_WAIT_PIO", SFlags::WAIT_PIO.bits()),
+    flag("RVT_S_WAIT_TX", SFlags::WAIT_TX.bits()),
+    flag("RVT_S_WAIT_DMA_DESC", SFlags::WAIT_DMA_DESC.bits()),
+    flag("RVT_S_WAIT_PSN", SFlags::WAIT_PSN.bits()),
+    flag("RVT_S_WAIT_ACK", SFlags::WAIT_ACK.bits()),
+    flag("RVT_S_SEND_ONE", SFlags::SEND_ONE.bits()),
+    flag("RVT_S_UNLIMITED_CREDIT", SFlags::UNLIMITED_CREDIT.bits()),
+    flag("RVT_S_ECN", SFlags::ECN.bits()),
+    flag("HFI1_S_WAIT_HALT", SFlags::WAIT_HALT.bits()),
+    flag("HFI1_S_WAIT_TID_RESP", SFlags::WAIT_TID_RESP.bits()),
+    flag("HFI1_S_WAIT_PIO_DRAIN", SFlags::WAIT_PIO_DRAIN.bits()),
+    flag("HFI1_S_AHG_CLEAR", SFlags::AHG_CLEAR.bits()),
+    flag("HFI1_S_AHG_VALID", SFlags::AHG_VALID.bits()),
+    flag("RVT_S_ANY_WAIT_IO", SFlags::ANY_WAIT_IO.bits()),
+    flag("RVT_S_ANY_WAIT_SEND", SFlags::ANY_WAIT_SEND.bits()),
+    flag("HFI1_S_ANY_WAIT_IO", SFlags::HFI1_ANY_WAIT_IO.bits()),
+    flag("HFI1_S_ANY_TID_WAIT_SEND", SFlags::ANY_TID_WAIT_SEND.bits()),
+    flag("HFI1_S_TID_BUSY_SET", TidFlags::S_TID_BUSY_SET.bits()),
+    flag("HFI1_R_TID_RSC_TIMER", TidFlags::R_TID_RSC_TIMER.bits()),
+    flag(
+        "HFI1_S_TID_WAIT_INTERLCK",
+        TidFlags::S_TID_WAIT_INTERLCK.bits(),
+    ),
+    flag(
+        "HFI1_R_TID_WAIT_INTERLCK",
+        TidFlags::R_TID_WAIT_INTERLCK.bits(),
+    ),
+    flag("HFI1_S_TID_RETRY_TIMER", TidFlags::S_TID_RETRY_TIMER.bits()),
+    flag("HFI1_R_TID_SW_PSN", TidFlags::R_TID_SW_PSN.bits()),
+    flag("KDETH_OM_MASK << KDETH_OM_SHIFT", Kdeth0Flags::OM.bits()),
+    flag(
+        "KDETH_INTR_MASK << KDETH_INTR_SHIFT",
+        Kdeth0Flags::INTR.bits(),
+    ),
+    flag("KDETH_SH_MASK << KDETH_SH_SHIFT", Kdeth0Flags::SH.bits()),
+    header("HFI1_TID_RDMA_WRITE_CNT", TID_RDMA_WRITE_CNT as u64),
+    header("HFI1_MAX_RDMA_ATOMIC", MAX_RDMA_ATOMIC as u64),
+    header("TID_RDMA_SEGMENT_SHIFT", TID_RDMA_SEGMENT_SHIFT as u64),
+    header("IB_RNR_NAK", IB_RNR_NAK as u64),
+    header("IB_NAK_PSN_ERROR", IB_NAK_PSN_ERROR as u64),
+    header("IB_AETH_CREDIT_MASK", IB_AETH_CREDIT_MASK as u64),
     tid_rdma_c("GENERATION_MASK", GENERATION_MASK as u64),
     tid_rdma_c("KERN_GENERATION_RESERVED", GENERATION_RESERVED as u64),
     tid_rdma_c("MAX_TID_FLOW_PSN", MAX_TID_FLOW_PSN as u64),
@@ -668,6 +729,49 @@ mod tests {
         let q = p.with_count(1).with_mapped(false);
         assert_eq!((q.idx(), q.count(), q.mapped()), (63, 1, false));
         assert_eq!(q.addr(), p.addr());
+    }
+
+    /// The C name a flag's value is checked under, if the table has it.
+    fn checked(candidates: &[alloc::string::String], bits: u64) -> bool {
+        VALUES
+            .iter()
+            .any(|v| candidates.iter().any(|c| c == v.c_name) && v.value == bits)
+    }
+
+    /// Every bit the flag types name (and every composite) is in the table
+    /// with the same value, so the kernel build checks it: a flag added
+    /// without its check fails here.
+    #[test]
+    fn every_named_flag_is_checked_against_the_headers() {
+        use alloc::format;
+        use alloc::vec;
+        use bitflags::Flags;
+        for f in SFlags::FLAGS {
+            let n = f.name();
+            let c = match n.strip_prefix("HFI1_") {
+                Some(rest) => vec![format!("HFI1_S_{rest}")],
+                None => vec![format!("RVT_S_{n}"), format!("HFI1_S_{n}")],
+            };
+            assert!(checked(&c, u64::from(f.value().bits())), "SFlags::{n}");
+        }
+        for f in TidFlags::FLAGS {
+            let n = f.name();
+            let c = vec![format!("HFI1_{n}"), format!("RVT_S_{n}")];
+            assert!(checked(&c, u64::from(f.value().bits())), "TidFlags::{n}");
+        }
+        for f in crate::flags::FlowCtrl::FLAGS {
+            let n = f.name();
+            let c = vec![
+                format!("RCV_TID_FLOW_TABLE_CTRL_{n}_SMASK"),
+                format!("RCV_TID_FLOW_TABLE_STATUS_{n}_SMASK"),
+            ];
+            assert!(checked(&c, f.value().bits()), "FlowCtrl::{n}");
+        }
+        for f in Kdeth0Flags::FLAGS {
+            let n = f.name();
+            let c = vec![format!("KDETH_{n}_MASK << KDETH_{n}_SHIFT")];
+            assert!(checked(&c, u64::from(f.value().bits())), "Kdeth0Flags::{n}");
+        }
     }
 
     #[test]

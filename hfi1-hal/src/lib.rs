@@ -85,6 +85,7 @@ extern crate std;
 
 pub mod consts;
 pub mod fields;
+pub mod flags;
 pub mod layout;
 pub mod lock_order;
 pub mod platform;
