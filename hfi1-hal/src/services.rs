@@ -12,6 +12,8 @@ use core::ops::{Deref, DerefMut};
 
 use alloc::vec::Vec;
 
+use crate::flags::SFlags;
+
 /// A counted reference to a QP that keeps it alive.
 ///
 /// Taking another reference is [`QpRef::get`]; dropping one is the put.
@@ -44,10 +46,11 @@ pub trait Scheduler<R> {
 pub trait MemoryWait<R> {
     /// Puts `qp` on the memory-wait list unless it already waits for
     /// something there: sets `RVT_S_WAIT_KMEM` in its flags word
-    /// (`s_flags`, which the caller holds under the QP's `s_lock`), takes
-    /// a reference for the list and starts the tick if the list was empty.
+    /// (`s_flags`, which the caller holds under the QP's `s_lock`; on the
+    /// kernel platform it is the driver's own `qp->s_flags`), takes a
+    /// reference for the list and starts the tick if the list was empty.
     /// Kernel: `hfi1_wait_kmem()`.
-    fn wait_kmem(&self, qp: &R, s_flags: &mut u32);
+    fn wait_kmem(&self, qp: &R, s_flags: &mut SFlags);
 }
 
 /// A DMA mapping failed. Kernel: `dma_mapping_error()` was true.

@@ -51,7 +51,7 @@ use hfi1_hal::services::{
     AllocContext, DmaError, DmaMap, InitInPlace, Memory, MemoryWait, NoMemory, QpRef, RandomSource,
     Scheduler,
 };
-use qp_wait::{DevCounters, Qp, WaitPlatform};
+use qp_wait::{DevCounters, Qp, SFlags, WaitPlatform};
 use tid_flow::{FlowPlatform, QpFlowState};
 
 use crate::errno::Errno;
@@ -602,10 +602,12 @@ impl Scheduler<KRef> for KSched {
 }
 
 impl MemoryWait<KRef> for KSched {
-    fn wait_kmem(&self, qp: &KRef, s_flags: &mut u32) {
+    fn wait_kmem(&self, qp: &KRef, s_flags: &mut SFlags) {
+        // `SFlags` is `repr(transparent)` over the `u32` word.
+        let word = core::ptr::from_mut(s_flags).cast::<u32>();
         // SAFETY: the reference keeps the QP alive for the call; `s_flags`
         // is the QP's flags word, valid and exclusively ours for the call.
-        unsafe { (self.0.ops.wait_kmem)(qp.cookie(), s_flags) }
+        unsafe { (self.0.ops.wait_kmem)(qp.cookie(), word) }
     }
 }
 

@@ -163,7 +163,6 @@ extern crate alloc;
 
 use core::fmt;
 
-use hfi1_hal::consts::{S_WAIT_KMEM, S_WAIT_TID_SPACE};
 use hfi1_hal::lock_order::{ExpLock, Guard, Lock, LockToken, RawSpinLock, SLock, Unlocked};
 use hfi1_hal::services::{MemoryWait, QpRef, Scheduler};
 use hfi1_hal::sync::atomic::{AtomicU64, Ordering};
@@ -198,40 +197,14 @@ pub trait WaitPlatform: Sized + 'static {
     type Sched: Scheduler<Self::Ref>;
 }
 
-/// A QP's send flags. Kernel: `qp->s_flags` (only `WAIT_TID_SPACE` is used
-/// here).
+/// A QP's send flags. Kernel: `qp->s_flags`. The wait queues change only
+/// [`SFlags::WAIT_TID_SPACE`] and, through the memory-wait list,
+/// [`SFlags::WAIT_KMEM`]; the other bits are the protocol's.
 ///
 /// # Locking
 ///
 /// The QP's `s_lock`.
-///
-/// `#[repr(transparent)]`: a `&mut SFlags` may point at the driver's own
-/// `qp->s_flags` word (the kernel platform makes one over the field while
-/// the caller holds the QP's `s_lock`).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-#[repr(transparent)]
-pub struct SFlags(pub u32);
-
-impl SFlags {
-    /// True if the QP waits for TID space (`HFI1_S_WAIT_TID_SPACE`).
-    pub fn waiting(&self) -> bool {
-        self.0 & S_WAIT_TID_SPACE != 0
-    }
-
-    /// True if the QP waits on the device's memory-wait list
-    /// (`RVT_S_WAIT_KMEM`).
-    pub fn waiting_kmem(&self) -> bool {
-        self.0 & S_WAIT_KMEM != 0
-    }
-
-    fn set_waiting(&mut self, on: bool) {
-        if on {
-            self.0 |= S_WAIT_TID_SPACE;
-        } else {
-            self.0 &= !S_WAIT_TID_SPACE;
-        }
-    }
-}
+pub use hfi1_hal::flags::SFlags;
 
 /// A QP's `s_lock`-guarded state: its flags and the platform's extension
 /// (split it with a `let SendState { flags, ext } = ..` pattern to lend
@@ -580,7 +553,7 @@ pub fn flush_wait_with<R, L, T, S>(
     L: RawSpinLock,
     S: WaitStore<R> + ?Sized,
 {
-    flags.set_waiting(false);
+    flags.remove(SFlags::WAIT_TID_SPACE);
     let wake = {
         let mut e = exp.lock(token);
         store::flush(store(&mut e), &**qp)
@@ -596,7 +569,7 @@ pub fn flush_wait_with<R, L, T, S>(
 ///
 /// `qp`'s `s_lock` held (`flags`).
 pub fn wait_kmem<R>(qp: &R, flags: &mut SFlags, sched: &impl MemoryWait<R>) {
-    sched.wait_kmem(qp, &mut flags.0);
+    sched.wait_kmem(qp, flags);
 }
 
 /// Wakes a QP the memory-wait timer took off the list: if it still waits
@@ -608,7 +581,7 @@ pub fn wait_kmem<R>(qp: &R, flags: &mut SFlags, sched: &impl MemoryWait<R>) {
 /// `qp`'s `s_lock` held (`flags`).
 pub fn kmem_wakeup<R>(qp: &R, flags: &mut SFlags, sched: &impl Scheduler<R>) {
     if flags.waiting_kmem() {
-        flags.0 &= !S_WAIT_KMEM;
+        flags.remove(SFlags::WAIT_KMEM);
         sched.schedule_send(qp);
     }
 }

@@ -125,7 +125,7 @@ pub fn enqueue<R: QpRef, S: WaitStore<R> + ?Sized>(
         return Ok(());
     }
     store.push_tail(kind, qp)?;
-    flags.set_waiting(true);
+    flags.insert(SFlags::WAIT_TID_SPACE);
     dev.count_wait();
     Ok(())
 }
@@ -156,7 +156,7 @@ pub fn dequeue<R: QpRef, S: WaitStore<R> + ?Sized>(
     }
     match store.unlink(qp) {
         Some((_, r)) => {
-            flags.set_waiting(false);
+            flags.remove(SFlags::WAIT_TID_SPACE);
             store.count_dequeue(kind);
             drop(r);
             true

@@ -514,7 +514,7 @@ fn dma_map_failure_waits_for_memory_and_resumes() {
         let r = exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
         assert_eq!(r, Err(FlowError::NoMemory));
         drop(rcd.sched.cancel_kmem(&qp));
-        g.flags.0 &= !hfi1_hal::consts::S_WAIT_KMEM;
+        g.flags.remove(qp_wait::SFlags::WAIT_KMEM);
         exp_rcv_clear_all(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
         clear_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g));
         req.clean_swqe().unwrap();

@@ -29,7 +29,7 @@ use alloc::vec::Vec;
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
-use crate::consts::S_WAIT_KMEM;
+use crate::flags::SFlags;
 use crate::lock_order::RawSpinLock;
 use crate::services::{
     AllocContext, DmaError, DmaMap, InitInPlace, Memory, MemoryWait, NoMemory, QpRef, RandomSource,
@@ -262,7 +262,7 @@ impl<R: QpRef + Send> SimScheduler<R> {
 }
 
 impl<R: QpRef + Send> MemoryWait<R> for SimScheduler<R> {
-    fn wait_kmem(&self, qp: &R, s_flags: &mut u32) {
+    fn wait_kmem(&self, qp: &R, s_flags: &mut SFlags) {
         let joined = self.state.with(|s| {
             if s.kmem.iter().any(|w| QpRef::same(w, qp)) {
                 false
@@ -272,7 +272,7 @@ impl<R: QpRef + Send> MemoryWait<R> for SimScheduler<R> {
             }
         });
         if joined {
-            *s_flags |= S_WAIT_KMEM;
+            s_flags.insert(SFlags::WAIT_KMEM);
         }
     }
 }

@@ -264,11 +264,13 @@ impl<'o> Scheduler<DrvRef<'o>> for DrvSched<'o> {
 }
 
 impl<'o> MemoryWait<DrvRef<'o>> for DrvSched<'o> {
-    fn wait_kmem(&self, qp: &DrvRef<'o>, s_flags: &mut u32) {
+    fn wait_kmem(&self, qp: &DrvRef<'o>, s_flags: &mut SFlags) {
+        // `SFlags` is `repr(transparent)` over the `u32` word.
+        let word = core::ptr::from_mut(s_flags).cast::<u32>();
         // SAFETY: the reference keeps the QP alive; `s_flags` is its
         // `qp->s_flags`, which the caller holds under its `s_lock` and
         // lends to the call.
-        unsafe { (self.0.wait_kmem)(qp.view.qp, s_flags) }
+        unsafe { (self.0.wait_kmem)(qp.view.qp, word) }
     }
 }
 

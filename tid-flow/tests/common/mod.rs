@@ -362,7 +362,7 @@ impl World {
         flush_wait::<SimPlatform, _>(qp, g, &self.rcd.exp_lock, &self.rcd.sched);
         // Off the memory-wait list too (kernel: `flush_qp_waiters()`).
         drop(self.rcd.sched.cancel_kmem(qp));
-        g.flags.0 &= !hfi1_hal::consts::S_WAIT_KMEM;
+        g.flags.remove(qp_wait::SFlags::WAIT_KMEM);
         exp_rcv_clear_all(&self.rcd, &mut job.req, qp, QpLocked::from_guard(g));
         clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(g));
         job.req.clean_swqe().unwrap();
