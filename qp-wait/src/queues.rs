@@ -240,6 +240,15 @@ where
         store::enqueue(self, kind, qp, flags, dev)
     }
 
+    /// [`store::position`] on these queues. Kernel: `position_in_queue()`.
+    ///
+    /// # Locking
+    ///
+    /// `exp_lock` (`&self`).
+    pub fn position(&self, kind: QueueKind, qp: &R::Target) -> u32 {
+        store::position(self, kind, qp)
+    }
+
     /// [`store::dequeue`] on these queues. Kernel: `dequeue_tid_waiter()`.
     ///
     /// # Locking
@@ -306,5 +315,14 @@ where
     fn count_dequeue(&mut self, kind: QueueKind) {
         let q = self.queue_mut(kind);
         q.dequeue = q.dequeue.wrapping_add(1);
+    }
+
+    fn enqueue_ticket(&self, qp: &R::Target) -> u32 {
+        // The driver's counters are `u32`: keep the low half.
+        self.ticket(qp.slot()).unwrap_or(0) as u32
+    }
+
+    fn dequeue_count(&self, kind: QueueKind) -> u32 {
+        self.queue(kind).dequeue as u32
     }
 }

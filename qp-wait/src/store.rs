@@ -74,6 +74,14 @@ pub trait WaitStore<R: QpRef> {
 
     /// Counts one dequeue on `kind`. Kernel: `queue->dequeue++`.
     fn count_dequeue(&mut self, kind: QueueKind);
+
+    /// The enqueue count of the queue `qp` last joined, as it was when it
+    /// joined (0 if it never did). Kernel: `priv->tid_enqueue` (a `u32`).
+    fn enqueue_ticket(&self, qp: &R::Target) -> u32;
+
+    /// The dequeues counted on `kind` so far, modulo 2^32. Kernel:
+    /// `queue->dequeue`.
+    fn dequeue_count(&self, kind: QueueKind) -> u32;
 }
 
 /// Something that counts the device's TID waits. Kernel:
@@ -163,6 +171,32 @@ pub fn dequeue<R: QpRef, S: WaitStore<R> + ?Sized>(
         }
         None => false,
     }
+}
+
+/// How far `qp` is from the head of `kind`: its ticket minus the dequeues
+/// counted on `kind`, modulo 2^32; 1 for the head when every QP that
+/// joined before it has left. The TID RDMA WRITE responder scales its RNR
+/// NAK timer by it. Kernel: `position_in_queue()`.
+///
+/// As in the driver, the ticket is the QP's last one, whichever queue it
+/// joined: a QP already waiting on the RcvArray queue asked for its
+/// position on the flow queue gets an unrelated (possibly wrapped) number,
+/// which the driver then turns into a long RNR timer. The caller that
+/// wants the position on the queue the QP waits on checks its
+/// [`WaitStore::membership`] first. Unlike the driver, which reads both
+/// counts without `exp_lock`, this reads them under it.
+///
+/// # Locking
+///
+/// `exp_lock` (`store`).
+pub fn position<R: QpRef, S: WaitStore<R> + ?Sized>(
+    store: &S,
+    kind: QueueKind,
+    qp: &R::Target,
+) -> u32 {
+    store
+        .enqueue_ticket(qp)
+        .wrapping_sub(store.dequeue_count(kind))
 }
 
 /// The head of `kind`, with a new reference for the caller to wake it once

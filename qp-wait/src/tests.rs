@@ -38,6 +38,51 @@ fn ctx(slots: u32) -> Ctx {
     }
 }
 
+/// `position_in_queue()`: ticket minus the queue's dequeues, so the head
+/// is at 1 once everyone before it left, and a QP's position is asked of
+/// the queue named, not the one it waits on (the driver's arithmetic).
+#[test]
+fn position_counts_from_the_head() {
+    let c = ctx(4);
+    let dev = DevCounters::new();
+    let qps: Vec<_> = (0..4).map(qp).collect();
+    let mut root = LockToken::root();
+    for q in &qps[..3] {
+        let mut s = q.s_lock.lock(&mut root);
+        let (st, tok) = s.parts();
+        c.exp
+            .lock(tok)
+            .enqueue(QueueKind::RcvArray, q, &mut st.flags, &dev)
+            .unwrap();
+    }
+    let pos = |root: &mut LockToken<'_, hfi1_hal::lock_order::Unlocked>, i: usize, k| {
+        let mut s = qps[i].s_lock.lock(root);
+        c.exp.lock(s.token()).position(k, &qps[i])
+    };
+    assert_eq!(
+        [0, 1, 2].map(|i| pos(&mut root, i, QueueKind::RcvArray)),
+        [1, 2, 3]
+    );
+    {
+        let mut s = qps[0].s_lock.lock(&mut root);
+        let (st, tok) = s.parts();
+        assert!(
+            c.exp
+                .lock(tok)
+                .dequeue(QueueKind::RcvArray, &qps[0], &mut st.flags)
+        );
+    }
+    assert_eq!(
+        [1, 2].map(|i| pos(&mut root, i, QueueKind::RcvArray)),
+        [1, 2]
+    );
+    // Its ticket (3) against the flow queue's dequeues (0): 3, although it
+    // waits on the RcvArray queue.
+    assert_eq!(pos(&mut root, 2, QueueKind::Flow), 3);
+    // Never queued: ticket 0, minus one RcvArray dequeue, wraps.
+    assert_eq!(pos(&mut root, 3, QueueKind::RcvArray), u32::MAX);
+}
+
 #[test]
 fn enqueue_is_fifo_idempotent_and_holds_a_reference() {
     let c = ctx(4);

@@ -198,6 +198,15 @@ impl<Q: DrvWaiter> WaitStore<Q::Ref> for DrvQueues<Q> {
         // SAFETY: the queue is live and locked (type invariant).
         unsafe { (*q).dequeue = (*q).dequeue.wrapping_add(1) };
     }
+
+    fn enqueue_ticket(&self, qp: &Q) -> u32 {
+        // SAFETY: a live QP's `tid_enqueue`, locked with the queues.
+        unsafe { *qp.tid_enqueue() }
+    }
+
+    fn dequeue_count(&self, kind: QueueKind) -> u32 {
+        self.counts(kind).1
+    }
 }
 
 #[cfg(test)]
@@ -406,6 +415,13 @@ mod tests {
             }
             for (j, q) in qps.iter().enumerate() {
                 assert_eq!(fd[j], fs[j], "step {step}: flags of {j}");
+                for k in [QueueKind::Flow, QueueKind::RcvArray] {
+                    assert_eq!(
+                        store::position(&drv, k, q),
+                        store::position(&sim, k, q),
+                        "step {step}: position of {j} on {k:?}"
+                    );
+                }
                 assert_eq!(
                     store::WaitStore::membership(&drv, q),
                     sim.membership(j as u32)
