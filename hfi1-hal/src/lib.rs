@@ -64,6 +64,7 @@
 //! |---|---|
 //! | [`RcvArray`], [`FlowTable`] methods | the receive context's `exp_lock` held (the chip is part of its guarded state) |
 //! | [`services::Scheduler::schedule_send`] | the QP's `s_lock` held |
+//! | [`services::TidScheduler::schedule_tid_send`] | the QP's `s_lock` held |
 //! | [`services::Scheduler::queue_trigger`], [`services::DmaMap`], [`services::Memory`] | any lock (they never take one of the order) |
 //! | [`lock_order::Lock::lock`] | a token of a level the lock may follow (checked at compile time) |
 //! | [`lock_order::Lock::assume_held`] | the lock already held by the caller (`unsafe`; asserted by the backend) |

@@ -41,6 +41,24 @@ pub trait Scheduler<R> {
     fn queue_trigger(&self, cpu: u32, qp: R) -> Result<(), R>;
 }
 
+/// The QP's second work item: the TID RDMA send engine ("second leg"),
+/// which sends WRITE_DATA, RESYNC and TID ACKs beside the first leg
+/// ([`Scheduler::schedule_send`]). The two are separate work items of one
+/// `iowait`, so each is pending at most once and either may run while the
+/// other is queued.
+///
+/// A trait of its own so platforms that run no TID RDMA WRITE (the READ
+/// self-test module) need not provide it.
+pub trait TidScheduler<R> {
+    /// Queues the QP's second-leg work item on `cpu` unless it is already
+    /// pending; true if this call queued it, false if it was pending (it
+    /// runs once either way). The caller holds the QP's `s_lock` and has
+    /// checked that the second leg may run (`hfi1_send_tid_ok()`).
+    /// Kernel: `_hfi1_schedule_tid_send()` → `iowait_tid_schedule()` →
+    /// `queue_work_on(cpu, ppd->hfi1_wq, &wait[IOWAIT_TID_SE].iowork)`.
+    fn schedule_tid_send(&self, cpu: u32, qp: &R) -> bool;
+}
+
 /// The device's memory-wait list: a QP whose DMA mapping failed waits
 /// there and is woken by a timer tick.
 pub trait MemoryWait<R> {

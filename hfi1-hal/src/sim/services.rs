@@ -14,7 +14,14 @@
 //! - Scheduled work never runs by itself: the test (or simulator) pops work
 //!   items and send-engine requests and runs them, in FIFO order, on the
 //!   thread it chooses. A trigger work item is "pending" from
-//!   `queue_trigger` until it is popped.
+//!   `queue_trigger` until it is popped; so is a second-leg work item from
+//!   `schedule_tid_send` (a QP is at most once on that FIFO, as a
+//!   `work_struct` is queued at most once).
+//! - Pending send-engine and second-leg requests hold a reference to their
+//!   QP, so a QP destroyed with work still queued shows up as a live
+//!   reference; the kernel cancels the work items at QP reset instead
+//!   (`iowait_cancel_work()`), which [`SimScheduler::cancel_tid_send`]
+//!   models.
 //! - The memory-wait list (`hfi1_wait_kmem()`) is a FIFO of QP
 //!   references; its timer ticks only when the test calls
 //!   [`SimScheduler::kmem_tick`], which hands out one waiter per tick as
@@ -33,7 +40,7 @@ use crate::flags::SFlags;
 use crate::lock_order::RawSpinLock;
 use crate::services::{
     AllocContext, DmaError, DmaMap, InitInPlace, Memory, MemoryWait, NoMemory, QpRef, RandomSource,
-    Scheduler,
+    Scheduler, TidScheduler,
 };
 use crate::sync::SpinLock;
 use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -129,17 +136,21 @@ impl<T> Drop for SimRef<T> {
 struct SchedState<R> {
     work: VecDeque<(u32, R)>,
     sends: VecDeque<R>,
+    tid_sends: VecDeque<(u32, R)>,
     kmem: VecDeque<R>,
 }
 
 /// The sim scheduler: a FIFO of trigger work items (each holding its QP
-/// reference), a FIFO of send-engine requests and the device's
-/// memory-wait list (each waiter holding its QP reference).
+/// reference), a FIFO of send-engine requests, a FIFO of second-leg work
+/// items (each QP at most once) and the device's memory-wait list (each
+/// waiter holding its QP reference).
 pub struct SimScheduler<R> {
     state: Inner<SchedState<R>>,
     queued: AtomicU64,
     coalesced: AtomicU64,
     sends: AtomicU64,
+    tid_queued: AtomicU64,
+    tid_coalesced: AtomicU64,
 }
 
 impl<R> Default for SimScheduler<R> {
@@ -154,6 +165,7 @@ impl<R> core::fmt::Debug for SimScheduler<R> {
             .field("queued", &self.triggers_queued())
             .field("coalesced", &self.triggers_coalesced())
             .field("sends", &self.sends_scheduled())
+            .field("tid_sends", &self.tid_sends_queued())
             .finish()
     }
 }
@@ -165,12 +177,39 @@ impl<R> SimScheduler<R> {
             state: Inner::new(SchedState {
                 work: VecDeque::new(),
                 sends: VecDeque::new(),
+                tid_sends: VecDeque::new(),
                 kmem: VecDeque::new(),
             }),
             queued: AtomicU64::new(0),
             coalesced: AtomicU64::new(0),
             sends: AtomicU64::new(0),
+            tid_queued: AtomicU64::new(0),
+            tid_coalesced: AtomicU64::new(0),
         }
+    }
+
+    /// Takes the oldest pending second-leg work item (its CPU and a
+    /// reference to the QP); it stops being pending, so the next
+    /// `schedule_tid_send` queues it again. Kernel: the workqueue starting
+    /// `_hfi1_do_tid_send()` (a work item is no longer pending once it
+    /// runs).
+    pub fn pop_tid_send(&self) -> Option<(u32, R)> {
+        self.state.with(|s| s.tid_sends.pop_front())
+    }
+
+    /// Second-leg work items pending now.
+    pub fn pending_tid_sends(&self) -> usize {
+        self.state.with(|s| s.tid_sends.len())
+    }
+
+    /// Second-leg work items queued so far (calls that returned true).
+    pub fn tid_sends_queued(&self) -> u64 {
+        self.tid_queued.load(Ordering::Relaxed)
+    }
+
+    /// `schedule_tid_send` calls that found the work already pending.
+    pub fn tid_sends_coalesced(&self) -> u64 {
+        self.tid_coalesced.load(Ordering::Relaxed)
     }
 
     /// Takes the oldest pending trigger work item (its CPU and the QP
@@ -248,7 +287,37 @@ impl<R: QpRef + Send> Scheduler<R> for SimScheduler<R> {
     }
 }
 
+impl<R: QpRef + Send> TidScheduler<R> for SimScheduler<R> {
+    fn schedule_tid_send(&self, cpu: u32, qp: &R) -> bool {
+        let queued = self.state.with(|s| {
+            if s.tid_sends.iter().any(|(_, w)| QpRef::same(w, qp)) {
+                false
+            } else {
+                s.tid_sends.push_back((cpu, QpRef::get(qp)));
+                true
+            }
+        });
+        if queued {
+            self.tid_queued.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.tid_coalesced.fetch_add(1, Ordering::Relaxed);
+        }
+        queued
+    }
+}
+
 impl<R: QpRef + Send> SimScheduler<R> {
+    /// Takes `qp`'s pending second-leg work item off the FIFO (QP reset or
+    /// destroy), giving back the reference it held. Kernel:
+    /// `iowait_cancel_work()` in `flush_qp_waiters()`'s caller
+    /// (`cancel_work_sync()` of the TID work).
+    pub fn cancel_tid_send(&self, qp: &R) -> Option<R> {
+        self.state.with(|s| {
+            let at = s.tid_sends.iter().position(|(_, w)| QpRef::same(w, qp))?;
+            s.tid_sends.remove(at).map(|(_, r)| r)
+        })
+    }
+
     /// Takes `qp` off the memory-wait list if it is there (QP reset or
     /// destroy), giving back the list's reference; true if it was there.
     /// Kernel: the `list_del_init(&priv->s_iowait.list)` of
@@ -575,6 +644,40 @@ mod tests {
         drop(w);
         drop(sched);
         assert_eq!((a.live_refs(), b.live_refs()), (1, 1));
+    }
+
+    /// `queue_work_on()` semantics for the second leg: pending at most
+    /// once per QP, independent of the first leg's requests, runnable again
+    /// once popped; cancel gives the reference back.
+    #[test]
+    fn tid_send_is_pending_at_most_once() {
+        let a = SimRef::new(1u32);
+        let b = SimRef::new(2u32);
+        let sched = SimScheduler::new();
+        assert!(sched.schedule_tid_send(3, &a));
+        assert!(!sched.schedule_tid_send(3, &a), "already pending");
+        sched.schedule_send(&a);
+        assert!(sched.schedule_tid_send(0, &b));
+        assert_eq!((sched.pending_tid_sends(), sched.pending_sends()), (2, 1));
+        assert_eq!(
+            (sched.tid_sends_queued(), sched.tid_sends_coalesced()),
+            (2, 1)
+        );
+        assert_eq!(a.live_refs(), 3, "one for the TID work, one for the send");
+        let (cpu, w) = sched.pop_tid_send().unwrap();
+        assert!(QpRef::same(&w, &a) && cpu == 3);
+        assert!(
+            sched.schedule_tid_send(3, &a),
+            "popped: it may be queued again"
+        );
+        drop(w);
+        let c = sched.cancel_tid_send(&b).unwrap();
+        assert!(QpRef::same(&c, &b));
+        drop(c);
+        assert!(sched.cancel_tid_send(&b).is_none());
+        assert_eq!(b.live_refs(), 1);
+        drop(sched);
+        assert_eq!(a.live_refs(), 1);
     }
 
     #[test]
