@@ -16,6 +16,8 @@
 //! - [`platform`]: the traits the engine drives the chip through (the
 //!   RcvArray and the flow table); [`services`]: QP references,
 //!   scheduling, DMA mapping, memory, random numbers;
+//! - [`timers`]: the four timers of a QP (RC retry, RNR, TID retry,
+//!   reap) as a service the engines arm and cancel;
 //! - [`lock_order`]: the driver's lock order as types (levels, tokens,
 //!   [`lock_order::Lock`] and its guards, the guard over a lock the caller
 //!   holds); [`sync`]: atomics and the host/loom spin-lock backend;
@@ -65,6 +67,8 @@
 //! | [`RcvArray`], [`FlowTable`] methods | the receive context's `exp_lock` held (the chip is part of its guarded state) |
 //! | [`services::Scheduler::schedule_send`] | the QP's `s_lock` held |
 //! | [`services::TidScheduler::schedule_tid_send`] | the QP's `s_lock` held |
+//! | [`timers::QpTimers::arm`], [`timers::QpTimers::cancel`] | the QP's `s_lock` held |
+//! | [`timers::QpTimers::cancel_sync`] | no lock of the order (the root token) |
 //! | [`services::Scheduler::queue_trigger`], [`services::DmaMap`], [`services::Memory`] | any lock (they never take one of the order) |
 //! | [`lock_order::Lock::lock`] | a token of a level the lock may follow (checked at compile time) |
 //! | [`lock_order::Lock::assume_held`] | the lock already held by the caller (`unsafe`; asserted by the backend) |
@@ -95,6 +99,7 @@ pub mod services;
 #[cfg(feature = "sim")]
 pub mod sim;
 pub mod sync;
+pub mod timers;
 
 pub use fields::{FieldError, FlowIndex, FlowTableReg, Kdeth0, Kdeth1, TidCtrl, TidEntry};
 pub use platform::{FlowTable, RcvArray, RcvType};

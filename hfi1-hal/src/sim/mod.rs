@@ -19,8 +19,10 @@ pub mod expected;
 pub mod lockdep;
 pub mod memory;
 pub mod services;
+pub mod timers;
 
 pub use context::{SimCall, SimContext, SimRcvEntry};
 pub use expected::{ExpectedOutcome, ExpectedPacket, ExpectedStats, RcvError};
 pub use memory::SimMemory;
 pub use services::{SimAllocator, SimBox, SimDma, SimRandom, SimRef, SimScheduler};
+pub use timers::{SimTimers, TimerStats};

@@ -47,7 +47,7 @@ use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Interior state behind the sim's own (unordered, leaf) spin lock. Never
 /// held across a call out of the sim.
-struct Inner<T> {
+pub(crate) struct Inner<T> {
     lock: SpinLock,
     data: UnsafeCell<T>,
 }
@@ -56,14 +56,14 @@ struct Inner<T> {
 unsafe impl<T: Send> Sync for Inner<T> {}
 
 impl<T> Inner<T> {
-    fn new(data: T) -> Self {
+    pub(crate) fn new(data: T) -> Self {
         Self {
             lock: SpinLock::new(),
             data: UnsafeCell::new(data),
         }
     }
 
-    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         self.lock.lock_irqsave();
         // SAFETY: the lock is held for the closure's whole run and the
         // borrow cannot escape it.
