@@ -80,6 +80,8 @@
 //! | [`exp_rcv_setup`], [`exp_rcv_clear`], [`exp_rcv_clear_all`], [`exp_rcv_retire`], [`release_retired`] | the QP's `s_lock` ([`QpLocked`], `&mut TidRequest`) | `exp_lock` |
 //! | [`TidRequest::alloc_flows`], [`TidRequest::clean_swqe`], [`TidRequest::find_flow_ib`] | the QP's `s_lock` (`&mut`/`&` of the request) | nothing |
 //! | [`HwFlows`] methods | `exp_lock` (`&mut HwFlows` from the guard) | nothing |
+//! | [`resync_hw_flow`], [`wait_position`] | the QP's `s_lock` ([`QpLocked`]) | `exp_lock` |
+//! | the WRITE requester's ring steps ([`TidRequest::push_remote`], [`TidRequest::sent_remote`], [`TidRequest::acked_remote`], ...) | the QP's `s_lock` (`&mut` of the request) | nothing |
 //! | `qp_wait::flush_wait` (QP reset/destroy) | the QP's `s_lock` guard | `exp_lock` (pass [`RcvCtxt::exp_lock`]) |
 //! | `qp_wait::trigger_resume` (the trigger work) | nothing (root token) | the QP's `s_lock`, alone |
 //!
@@ -114,6 +116,8 @@ extern crate alloc;
 
 mod ctxt;
 pub mod flows;
+pub mod remote;
+mod resync;
 pub mod retire;
 pub mod segment;
 pub mod setup;
@@ -126,6 +130,8 @@ pub use ctxt::{
     setup_hw_flow_with,
 };
 pub use flows::{FlowStore, HwFlows, NoFreeFlow, QpFlow, QpFlowState};
+pub use remote::RemoteSegment;
+pub use resync::{resync_hw_flow, resync_hw_flow_with, wait_position, wait_position_with};
 pub use retire::{Retired, exp_rcv_retire, release_retired};
 pub use segment::{
     FlowRecord, FlowRing, SegmentPsns, Sge, SgeCursor, SgeWalk, TidRequest, exp_rcv_clear,

@@ -59,6 +59,9 @@ pub struct SegmentPsns {
     /// Last IB PSN of the segment (set by the protocol).
     /// Kernel: `ib_lpsn`.
     pub ib_lpsn: Psn,
+    /// The IB PSN of the WRITE_RESP that gave the segment (set by the
+    /// protocol, both WRITE roles). Kernel: `resp_ib_psn`.
+    pub resp_ib_psn: Psn,
 }
 
 impl SegmentPsns {
@@ -106,6 +109,11 @@ pub struct FlowRecord {
     pub sent: u32,
     /// Packets counted for a RESYNC. Kernel: `resync_npkts`.
     pub resync_npkts: u32,
+    /// The KDETH QP number the segment's data packets go to: the
+    /// responder's KDETH QP with the flow index in bits 11..16 and the
+    /// receive context in the low byte (set by the protocol; a WRITE
+    /// requester takes it from the WRITE_RESP). Kernel: `tid_qpn`.
+    pub tid_qpn: u32,
 }
 
 impl FlowRecord {
@@ -231,6 +239,7 @@ impl SegmentRecord for FlowRecord {
             r_next_psn: setup.r_next_psn,
             ib_spsn: Psn::new(0),
             ib_lpsn: Psn::new(0),
+            resp_ib_psn: Psn::new(0),
         };
     }
 }
@@ -295,6 +304,29 @@ pub struct SgeCursor {
     pub offset: u32,
 }
 
+impl SgeCursor {
+    /// The cursor `bytes` into `sges` from their start: a TID WRITE
+    /// responder starts its walk over a memory region's pages at the
+    /// write's offset into the region. An offset that ends an SGE exactly
+    /// is the start of the next. `None` if `sges` are shorter than
+    /// `bytes` (an offset at their very end included: nothing is left to
+    /// walk). Kernel: `rvt_skip_sge()`.
+    pub fn at_offset(sges: &[Sge], bytes: u64) -> Option<Self> {
+        let mut left = bytes;
+        for (i, sge) in sges.iter().enumerate() {
+            let len = u64::from(sge.length);
+            if left < len {
+                return Some(Self {
+                    isge: u32::try_from(i).ok()?,
+                    offset: u32::try_from(left).ok()?,
+                });
+            }
+            left -= len;
+        }
+        None
+    }
+}
+
 /// The TID part of one RDMA READ request (one WQE).
 /// Kernel: `struct tid_rdma_request`.
 ///
@@ -311,8 +343,13 @@ pub struct TidRequest<P: FlowPlatform> {
     /// The record the protocol is building or sending (its cursor; this
     /// crate does not move it). Kernel: `flow_idx`.
     pub flow_idx: u16,
-    /// Segments allowed in flight (the peer's `max_read`, at most 6 for a
-    /// READ). Kernel: `n_flows`.
+    /// The oldest record not yet acknowledged (TID RDMA WRITE, both
+    /// roles; the ring has no room when `setup_head` would reach it).
+    /// Kernel: `acked_tail`.
+    pub acked_tail: u16,
+    /// Segments allowed in flight: for a READ requester the peer's
+    /// `max_read` (at most 6), for a WRITE the `max_write` (at most 4: the
+    /// responder's own, the requester the peer's). Kernel: `n_flows`.
     pub n_flows: u16,
     /// Bytes per segment. Kernel: `seg_len`.
     pub seg_len: u32,
@@ -329,6 +366,7 @@ impl<P: FlowPlatform> core::fmt::Debug for TidRequest<P> {
             .field("setup_head", &self.setup_head)
             .field("clear_tail", &self.clear_tail)
             .field("flow_idx", &self.flow_idx)
+            .field("acked_tail", &self.acked_tail)
             .field("n_flows", &self.n_flows)
             .finish_non_exhaustive()
     }
@@ -342,6 +380,7 @@ impl<P: FlowPlatform> TidRequest<P> {
             setup_head: 0,
             clear_tail: 0,
             flow_idx: 0,
+            acked_tail: 0,
             n_flows,
             seg_len,
             pmtu,
@@ -382,6 +421,7 @@ impl<P: FlowPlatform> TidRequest<P> {
         self.setup_head = 0;
         self.clear_tail = 0;
         self.flow_idx = 0;
+        self.acked_tail = 0;
         self.cursor = SgeCursor::default();
         if busy { Err(FlowError::Busy) } else { Ok(()) }
     }
