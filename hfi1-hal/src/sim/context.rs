@@ -38,6 +38,10 @@ pub enum SimCall {
     },
 }
 
+/// Who a test says owns an RcvArray entry ([`SimContext::tag_owner`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OwnerTag(pub core::num::NonZeroU64);
+
 /// The state of one RcvArray entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SimRcvEntry {
@@ -77,6 +81,9 @@ pub struct SimContext {
     wc_fills: u64,
     faults: u64,
     expected: ExpectedStats,
+    /// Ownership shadow for tests, by entry (0 = untagged); empty until
+    /// the first tag.
+    owners: Vec<u64>,
 }
 
 impl SimContext {
@@ -94,6 +101,7 @@ impl SimContext {
             wc_fills: 0,
             faults: 0,
             expected: ExpectedStats::default(),
+            owners: Vec::new(),
         }
     }
 
@@ -115,6 +123,7 @@ impl SimContext {
             wc_fills: 0,
             faults: 0,
             expected: ExpectedStats::default(),
+            owners: Vec::new(),
         })
     }
 
@@ -177,6 +186,39 @@ impl SimContext {
         &mut self.expected
     }
 
+    /// Tags `count` entries from absolute index `first` as owned by
+    /// `owner` (a test's name for who programmed them: node, QP, request,
+    /// segment), for [`SimContext::receive_expected_as`]. Writing an entry
+    /// ([`RcvArray::put_tid`]) clears its tag. Entries outside the context
+    /// are ignored. A real chip has no such thing: this is the test's
+    /// shadow of who may be written through an entry.
+    ///
+    /// # Errors
+    ///
+    /// [`NoMemory`] if the shadow table (made on the first tag) cannot be
+    /// allocated; nothing is tagged then.
+    pub fn tag_owner(&mut self, first: u32, count: u32, owner: OwnerTag) -> Result<(), NoMemory> {
+        if self.owners.is_empty() {
+            try_fill_vec(&mut self.owners, self.entries.len(), 0)?;
+        }
+        for e in (0..count).filter_map(|i| first.checked_add(i)) {
+            let slot = e
+                .checked_sub(self.expected_base)
+                .and_then(|i| self.owners.get_mut(i as usize));
+            if let Some(o) = slot {
+                *o = owner.0.get();
+            }
+        }
+        Ok(())
+    }
+
+    /// The tag of an entry by absolute index, if tagged.
+    pub fn owner(&self, rcventry: u32) -> Option<OwnerTag> {
+        let i = rcventry.checked_sub(self.expected_base)?;
+        let v = *self.owners.get(i as usize)?;
+        core::num::NonZeroU64::new(v).map(OwnerTag)
+    }
+
     pub(crate) fn count_fault(&mut self) {
         self.faults += 1;
     }
@@ -213,6 +255,13 @@ impl RcvArray for SimContext {
         match slot {
             Some(e) => *e = SimRcvEntry { ty, pa, order },
             None => self.faults += 1,
+        }
+        // A rewritten entry has a new owner (or none) until tagged again.
+        if let Some(o) = rcventry
+            .checked_sub(self.expected_base)
+            .and_then(|i| self.owners.get_mut(i as usize))
+        {
+            *o = 0;
         }
     }
 

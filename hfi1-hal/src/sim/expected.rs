@@ -41,11 +41,23 @@
 //!   [`RcvError::Tid`] and counted as a fault.
 //! - ICRC, VCRC, length and header checks belong to the fabric model, not
 //!   here.
+//!
+//! # The ownership shadow (tests only)
+//!
+//! A test may tag RcvArray entries with who programmed them
+//! ([`SimContext::tag_owner`]) and deliver packets with
+//! [`SimContext::receive_expected_as`], naming the segment the packet
+//! belongs to. A placement through an entry tagged for someone else is
+//! counted in [`ExpectedStats::misplaced`]: data written into another
+//! segment's buffer (a late copy of a finished segment whose TIDs were
+//! handed on), which the chip does without complaint. Untagged entries are
+//! not checked.
 
 use crate::fields::{FlowIndex, FlowTableReg, Kdeth0};
 use crate::platform::{FlowTable, RcvType};
 use crate::psn::FlowPsn;
 use crate::sim::SimContext;
+use crate::sim::context::OwnerTag;
 use crate::sim::memory::SimMemory;
 
 /// The error flags the chip reports with a delivered packet (the RHF's
@@ -102,6 +114,8 @@ pub struct ExpectedStats {
     pub seq_errors: u64,
     /// Packets delivered with a flow generation error.
     pub gen_errors: u64,
+    /// Placements through an entry tagged for another owner (module doc).
+    pub misplaced: u64,
 }
 
 impl SimContext {
@@ -110,6 +124,27 @@ impl SimContext {
         &mut self,
         mem: &mut SimMemory,
         pkt: ExpectedPacket<'_>,
+    ) -> ExpectedOutcome {
+        self.receive(mem, pkt, None)
+    }
+
+    /// [`SimContext::receive_expected`] for a packet of `owner`'s segment:
+    /// a placement through an entry tagged for another owner is counted as
+    /// misplaced (module doc). The chip's behaviour is the same.
+    pub fn receive_expected_as(
+        &mut self,
+        mem: &mut SimMemory,
+        pkt: ExpectedPacket<'_>,
+        owner: OwnerTag,
+    ) -> ExpectedOutcome {
+        self.receive(mem, pkt, Some(owner))
+    }
+
+    fn receive(
+        &mut self,
+        mem: &mut SimMemory,
+        pkt: ExpectedPacket<'_>,
+        owner: Option<OwnerTag>,
     ) -> ExpectedOutcome {
         let flow = FlowIndex::new((pkt.dest_qp >> 11) & 0x1F).unwrap_or(FlowIndex::MIN);
         let reg = self.read_flow(flow);
@@ -127,7 +162,7 @@ impl SimContext {
             return outcome(true, false, Some(RcvError::FlowGen));
         }
 
-        let Some((addr, first, rest)) = self.placement_address(pkt.kdeth0, pkt.payload.len())
+        let Some((addr, first, rest, used)) = self.placement_address(pkt.kdeth0, pkt.payload.len())
         else {
             self.expected_stats_mut().tid_errors += 1;
             return outcome(true, false, Some(RcvError::Tid));
@@ -142,7 +177,13 @@ impl SimContext {
             self.expected_stats_mut().tid_errors += 1;
             return outcome(true, false, Some(RcvError::Tid));
         }
+        let foreign = owner.is_some_and(|me| {
+            used.into_iter()
+                .flatten()
+                .any(|e| self.owner(e).is_some_and(|o| o != me))
+        });
         let stats = self.expected_stats_mut();
+        stats.misplaced += u64::from(foreign);
         stats.placed_packets += 1;
         stats.placed_bytes += pkt.payload.len() as u64;
 
@@ -161,11 +202,16 @@ impl SimContext {
     }
 
     /// Where a packet's payload goes: the bus address of its first byte,
-    /// how many bytes go there, and for a packet that crosses from the
-    /// even into the odd buffer of a pair, the odd buffer's address for
-    /// the rest. `None` if the TID, TIDCTRL and offset do not name a
-    /// programmed span that holds the packet.
-    fn placement_address(&self, k: Kdeth0, len: usize) -> Option<(u64, usize, Option<u64>)> {
+    /// how many bytes go there, for a packet that crosses from the even
+    /// into the odd buffer of a pair the odd buffer's address for the
+    /// rest, and the entries written. `None` if the TID, TIDCTRL and offset
+    /// do not name a programmed span that holds the packet.
+    #[allow(clippy::type_complexity)] // Private; the four parts read better named at the caller.
+    fn placement_address(
+        &self,
+        k: Kdeth0,
+        len: usize,
+    ) -> Option<(u64, usize, Option<u64>, [Option<u32>; 2])> {
         let even = self.expected_base().checked_add(k.tid().checked_mul(2)?)?;
         let (first, second) = match k.tidctrl() {
             1 => (even, None),
@@ -180,7 +226,7 @@ impl SimContext {
         let off = u64::from(k.byte_offset());
         let end = off.checked_add(len as u64)?;
         if end <= a.bytes() {
-            return Some((a.pa.checked_add(off)?, len, None));
+            return Some((a.pa.checked_add(off)?, len, None, [Some(first), None]));
         }
         // A pair (TIDCTRL 3) is one span: the even buffer, then the odd
         // one. With an 8 KiB MTU two scattered 4 KiB pages form a pair and
@@ -190,10 +236,20 @@ impl SimContext {
             return None;
         }
         if off >= a.bytes() {
-            return Some((b.pa.checked_add(off - a.bytes())?, len, None));
+            return Some((
+                b.pa.checked_add(off - a.bytes())?,
+                len,
+                None,
+                [second, None],
+            ));
         }
         let in_a = usize::try_from(a.bytes() - off).ok()?;
-        Some((a.pa.checked_add(off)?, in_a, Some(b.pa)))
+        Some((
+            a.pa.checked_add(off)?,
+            in_a,
+            Some(b.pa),
+            [Some(first), second],
+        ))
     }
 }
 
@@ -307,6 +363,44 @@ mod tests {
         );
         assert_eq!(c.expected_stats().tid_errors, 3);
         assert_eq!(c.read_flow(FlowIndex::new(5).unwrap()).next_psn().seq(), 0);
+    }
+
+    /// The shadow counts a placement through an entry tagged for another
+    /// segment (in sequence or not), not one through the packet's own, an
+    /// untagged one, or a packet that places nothing; a rewrite of the
+    /// entry clears its tag.
+    #[test]
+    fn placements_into_another_owners_entry_are_counted() {
+        let (mut c, mut m, _f, g) = setup();
+        let tag = |n| OwnerTag(core::num::NonZeroU64::new(n).unwrap());
+        c.tag_owner(2, 1, tag(7)).unwrap();
+        c.tag_owner(3, 1, tag(8)).unwrap();
+        assert_eq!(
+            (c.owner(2), c.owner(3), c.owner(4)),
+            (Some(tag(7)), Some(tag(8)), None)
+        );
+        let data = [5u8; 64];
+        c.receive_expected_as(&mut m, pkt(&data, g, 0, 0, 1, true), tag(7));
+        assert_eq!(c.expected_stats().misplaced, 0, "its own entry");
+        // Sequence error, still placed, into owner 7's entry by owner 9.
+        let o = c.receive_expected_as(&mut m, pkt(&data, g, 5, 0, 1, true), tag(9));
+        assert!(o.placed && o.error == Some(RcvError::FlowSeq));
+        assert_eq!(c.expected_stats().misplaced, 1);
+        // Crossing from 7's even entry into 8's odd one, as owner 7.
+        let big = [6u8; 4096];
+        c.receive_expected_as(&mut m, pkt(&big, g, 1, 127, 3, true), tag(7));
+        assert_eq!(c.expected_stats().misplaced, 2);
+        // A stale generation places nothing: not counted.
+        c.receive_expected_as(&mut m, pkt(&data, g.next(), 0, 0, 1, true), tag(9));
+        assert_eq!(c.expected_stats().misplaced, 2);
+        c.put_tid(2, RcvType::Expected, 100 * 4096, 2);
+        assert_eq!(c.owner(2), None);
+        c.receive_expected_as(&mut m, pkt(&data, g, 2, 0, 1, true), tag(9));
+        assert_eq!(
+            c.expected_stats().misplaced,
+            2,
+            "untagged after the rewrite"
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub mod memory;
 pub mod services;
 pub mod timers;
 
-pub use context::{SimCall, SimContext, SimRcvEntry};
+pub use context::{OwnerTag, SimCall, SimContext, SimRcvEntry};
 pub use expected::{ExpectedOutcome, ExpectedPacket, ExpectedStats, RcvError};
 pub use memory::SimMemory;
 pub use services::{SimAllocator, SimBox, SimDma, SimRandom, SimRef, SimScheduler};
