@@ -53,6 +53,9 @@ use crate::consts::{
 };
 use crate::fields::FlowTableReg;
 use crate::flags::{Kdeth0Flags, SFlags, TidFlags};
+use crate::rnr::{
+    OPA_LINK_SPEED_25G, OPA_LINK_WIDTH_1X, OPA_LINK_WIDTH_2X, OPA_LINK_WIDTH_3X, OPA_LINK_WIDTH_4X,
+};
 
 /// Where the driver defines a value: in a header (checked by
 /// `hfi1_tid_layout.c`), or in `tid_rdma.c` itself (checked inside that
@@ -177,6 +180,11 @@ pub const VALUES: &[Value] = &[
     header("IB_RNR_NAK", IB_RNR_NAK as u64),
     header("IB_NAK_PSN_ERROR", IB_NAK_PSN_ERROR as u64),
     header("IB_AETH_CREDIT_MASK", IB_AETH_CREDIT_MASK as u64),
+    header("OPA_LINK_SPEED_25G", OPA_LINK_SPEED_25G as u64),
+    header("OPA_LINK_WIDTH_1X", OPA_LINK_WIDTH_1X as u64),
+    header("OPA_LINK_WIDTH_2X", OPA_LINK_WIDTH_2X as u64),
+    header("OPA_LINK_WIDTH_3X", OPA_LINK_WIDTH_3X as u64),
+    header("OPA_LINK_WIDTH_4X", OPA_LINK_WIDTH_4X as u64),
     tid_rdma_c("GENERATION_MASK", GENERATION_MASK as u64),
     tid_rdma_c("KERN_GENERATION_RESERVED", GENERATION_RESERVED as u64),
     tid_rdma_c("MAX_TID_FLOW_PSN", MAX_TID_FLOW_PSN as u64),

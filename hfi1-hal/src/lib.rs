@@ -16,6 +16,7 @@
 //! - [`platform`]: the traits the engine drives the chip through (the
 //!   RcvArray and the flow table); [`services`]: QP references,
 //!   scheduling, DMA mapping, memory, random numbers;
+//! - [`rnr`]: the TID WRITE responder's RNR wait at the port's link rate;
 //! - [`timers`]: the four timers of a QP (RC retry, RNR, TID retry,
 //!   reap) as a service the engines arm and cancel;
 //! - [`lock_order`]: the driver's lock order as types (levels, tokens,
@@ -95,6 +96,7 @@ pub mod layout;
 pub mod lock_order;
 pub mod platform;
 pub mod psn;
+pub mod rnr;
 pub mod services;
 #[cfg(feature = "sim")]
 pub mod sim;

@@ -69,6 +69,11 @@
 	BUILD_BUG_ON((u64)(IB_RNR_NAK) != 0x20ull);	\
 	BUILD_BUG_ON((u64)(IB_NAK_PSN_ERROR) != 0x60ull);	\
 	BUILD_BUG_ON((u64)(IB_AETH_CREDIT_MASK) != 0x1full);	\
+	BUILD_BUG_ON((u64)(OPA_LINK_SPEED_25G) != 0x2ull);	\
+	BUILD_BUG_ON((u64)(OPA_LINK_WIDTH_1X) != 0x1ull);	\
+	BUILD_BUG_ON((u64)(OPA_LINK_WIDTH_2X) != 0x2ull);	\
+	BUILD_BUG_ON((u64)(OPA_LINK_WIDTH_3X) != 0x4ull);	\
+	BUILD_BUG_ON((u64)(OPA_LINK_WIDTH_4X) != 0x8ull);	\
 } while (0)
 
 /* Values tid_rdma.c defines itself (expanded inside tid_rdma.c). */
