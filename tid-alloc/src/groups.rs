@@ -49,10 +49,6 @@ pub use store::{GroupStore, NodeList, PageSetSource, ProgramSink, alloc_tids};
 const GROUP_SIZE: u8 = TID_GROUP_SIZE as u8;
 
 const _: () = assert!(
-    MAX_TID_GROUPS + table::HEADS <= u16::MAX as usize,
-    "group and head rows fit the links"
-);
-const _: () = assert!(
     MAX_TID_GROUPS * TID_GROUP_SIZE / 2 <= 1 << 10,
     "every pair index fits the 10-bit IDX field of a TID entry"
 );
@@ -100,13 +96,14 @@ const fn group_base(expected_base: u32, g: u16) -> u32 {
 
 /// The TID groups of one receive context.
 ///
-/// The per-group state (counters, list links, entry owners) lives in one
-/// table of `ngroups + 3` rows (the last three are the list heads)
-/// allocated fallibly once, at construction (the kernel `kcalloc`s
-/// `rcd->groups` the same way), so the value itself is small (under 100
-/// bytes) and a context holding it can be built on a kernel stack.
-/// Nothing else allocates; [`TidGroups::reset`] re-initialises one in
-/// place and only allocates to grow the table.
+/// The per-group state lives in two tables allocated fallibly once, at
+/// construction (the kernel `kcalloc`s `rcd->groups` the same way): the
+/// counters and list links (a fixed 512 rows of 6 bytes: every group a
+/// context can have, then the list heads) and the entry owners (`ngroups`
+/// rows). So the value itself is small (under 100 bytes) and a context
+/// holding it can be built on a kernel stack. Nothing else allocates;
+/// [`TidGroups::reset`] re-initialises one in place and only allocates to
+/// grow the owner table.
 ///
 /// # Locking
 ///
@@ -129,9 +126,12 @@ pub struct TidGroups {
     in_use: u32,
     /// Groups on each list.
     lens: [u16; table::HEADS],
-    /// `ngroups` groups (kernel: `rcd->groups`), then the heads of the
-    /// free, used and full lists.
+    /// The groups (kernel: `rcd->groups`), then the heads of the free,
+    /// used and full lists (`table::ROWS` rows).
     slots: Vec<table::Slot>,
+    /// Ticket of the allocation that holds each entry; 0 = free
+    /// (`ngroups` rows).
+    owner: Vec<[u32; TID_GROUP_SIZE]>,
 }
 
 impl core::fmt::Debug for TidGroups {
@@ -170,6 +170,7 @@ impl TidGroups {
             in_use: 0,
             lens: [0; table::HEADS],
             slots: Vec::new(),
+            owner: Vec::new(),
         };
         g.reset(expected_base, ngroups)?;
         Ok(g)
@@ -190,8 +191,17 @@ impl TidGroups {
         if expected_base % TID_GROUP_SIZE as u32 != 0 || expected_base.checked_add(span).is_none() {
             return Err(AllocError::BadBase(expected_base));
         }
-        // A failed fill leaves the table as it was, so nothing changes.
-        try_fill_vec(&mut self.slots, ngroups + table::HEADS, table::Slot::EMPTY)
+        // Room for both tables first, so that failing changes nothing and
+        // the fills below cannot fail.
+        self.slots
+            .try_reserve_exact(table::ROWS.saturating_sub(self.slots.len()))
+            .map_err(|_| AllocError::NoMemory)?;
+        self.owner
+            .try_reserve_exact(ngroups.saturating_sub(self.owner.len()))
+            .map_err(|_| AllocError::NoMemory)?;
+        try_fill_vec(&mut self.slots, table::ROWS, table::Slot::EMPTY)
+            .map_err(|_| AllocError::NoMemory)?;
+        try_fill_vec(&mut self.owner, ngroups, [0; TID_GROUP_SIZE])
             .map_err(|_| AllocError::NoMemory)?;
         let mut instance = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
         if instance == 0 {
@@ -203,7 +213,7 @@ impl TidGroups {
         self.version = 0;
         self.next_ticket.set(1);
         self.in_use = 0;
-        self.init_heads();
+        self.init_rows();
         for i in 0..self.ngroups {
             self.append(i, GroupList::Free);
         }
@@ -249,7 +259,7 @@ impl TidGroups {
     pub fn list(&self, which: GroupList) -> ListIter<'_> {
         ListIter {
             groups: self,
-            cur: self.next_row(self.head_row(which)),
+            cur: self.next_row(Self::head_row(which)),
             left: self.ngroups,
         }
     }
@@ -266,7 +276,7 @@ impl GroupStore for TidGroups {
 
     #[inline]
     fn first(&self, list: GroupList) -> Option<u16> {
-        let g = self.next_row(self.head_row(list));
+        let g = self.next_row(Self::head_row(list));
         (g < self.ngroups).then_some(g)
     }
 
@@ -283,7 +293,7 @@ impl GroupStore for TidGroups {
 
     #[inline]
     fn counters(&self, g: u16) -> (u8, u8) {
-        self.slot(g).map_or((0, 0), |s| (s.used, s.map))
+        self.counters_of(g)
     }
 
     #[inline]
@@ -304,8 +314,7 @@ impl GroupStore for TidGroups {
     #[inline]
     fn move_to(&mut self, g: u16, from: GroupList, to: GroupList) {
         if g < self.ngroups {
-            self.unlink(g, from);
-            self.append(g, to);
+            self.relink(g, from, to);
         }
     }
 }

@@ -84,8 +84,18 @@ impl PageSet {
     /// power of two of at most 512 pages.
     #[inline]
     pub const fn is_programmable(&self) -> bool {
-        self.count == 0 || (self.count.is_power_of_two() && self.count as u32 <= MAX_EXPECTED_PAGES)
+        unmappable(self.count) == 0
     }
+}
+
+/// Zero exactly when a set of `count` pages can be programmed (0, or a
+/// power of two of at most 512): a power of two (or 0) has no bit left
+/// when its lowest one is cleared, and one of at most 512 pages none from
+/// bit 10 up. Branch-free, so a list of sets is checked by OR-ing these.
+#[inline(always)]
+pub(crate) const fn unmappable(count: u16) -> u16 {
+    const _: () = assert!(MAX_EXPECTED_PAGES == 1 << 9, "the bits from 10 up");
+    (count & count.wrapping_sub(1)) | (count >> 10)
 }
 
 /// The page sets of one segment (at most 64).
@@ -718,5 +728,13 @@ mod tests {
         assert!(s(512).is_programmable());
         assert!(!s(3).is_programmable());
         assert!(!s(1024).is_programmable());
+    }
+
+    #[test]
+    fn unmappable_is_zero_exactly_for_the_counts_the_rcvarray_takes() {
+        for count in 0..=u16::MAX {
+            let takes = count == 0 || (count.is_power_of_two() && u32::from(count) <= 512);
+            assert_eq!(unmappable(count) == 0, takes, "count {count}");
+        }
     }
 }

@@ -196,8 +196,8 @@ impl TidGroups {
         let shape = program::check_sets(sets, pmtu)?;
         program::program_checked(self, rcv, &alloc.nodes, sets, shape, out);
         for node in &alloc.nodes {
-            if let Some(slot) = self.slot_mut(node.group) {
-                set_owners(&mut slot.owner, node.taken(), alloc.ticket);
+            if let Some(owners) = self.owner.get_mut(usize::from(node.group)) {
+                set_owners(owners, node.taken(), alloc.ticket);
             }
         }
         self.version = self.version.wrapping_add(1);
@@ -236,18 +236,18 @@ impl TidGroups {
             return Err(AllocError::Stale);
         }
         for node in &alloc.nodes {
-            let Some(slot) = self.slot(node.group) else {
+            let Some(owners) = self.owner.get(usize::from(node.group)) else {
                 return Err(AllocError::Stale);
             };
             let taken = node.taken();
-            if !takes_cnt(taken, node.cnt) || !owns_all(&slot.owner, taken, alloc.ticket) {
+            if !takes_cnt(taken, node.cnt) || !owns_all(owners, taken, alloc.ticket) {
                 return Err(AllocError::Stale);
             }
         }
         unprogram_rcvarray(self, rcv, &alloc.nodes);
         for node in &alloc.nodes {
-            if let Some(slot) = self.slot_mut(node.group) {
-                set_owners(&mut slot.owner, node.taken(), 0);
+            if let Some(owners) = self.owner.get_mut(usize::from(node.group)) {
+                set_owners(owners, node.taken(), 0);
             }
         }
         self.version = self.version.wrapping_add(1);

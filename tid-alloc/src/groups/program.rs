@@ -14,7 +14,7 @@ use hfi1_hal::consts::{PAGE_SHIFT, TID_GROUP_FULL_MAP, TID_GROUP_SIZE};
 use hfi1_hal::{RcvArray, RcvType, TidCtrl, TidEntry};
 
 use super::store::{GroupStore, NodeList, PageSetSource, ProgramSink};
-use super::{GROUP_SIZE, GroupList, TidNode};
+use super::{GROUP_SIZE, TidNode};
 use crate::AllocError;
 use crate::pageset::PageSet;
 
@@ -67,9 +67,9 @@ struct GroupPairs {
 }
 
 impl GroupPairs {
-    /// Appends the TID entry of pair `p` (CTRL, pages) and its packets.
-    /// Kernel: the `EXP_TID_SET(IDX | CTRL | LEN)` of
-    /// `kern_program_rcv_group()`.
+    /// Appends the TID entry of pair `p` (CTRL, pages); returns its
+    /// packets (added to the sink once per group). Kernel: the
+    /// `EXP_TID_SET(IDX | CTRL | LEN)` of `kern_program_rcv_group()`.
     #[inline(always)]
     fn push_entry(
         self,
@@ -78,7 +78,7 @@ impl GroupPairs {
         pages: u32,
         shape: PacketShape,
         out: &mut (impl ProgramSink + ?Sized),
-    ) {
+    ) -> u32 {
         let idx = self.pair_base.wrapping_add(u32::from(p));
         // Cannot fail: idx < 1024 (at most 256 groups) and pages <= 1024
         // (two sets of at most 512, checked by `check_sets`). Should it,
@@ -86,12 +86,12 @@ impl GroupPairs {
         // name other entries.
         let entry = TidEntry::new(idx, ctrl, pages).unwrap_or(TidEntry::from_raw(0));
         out.push_entry(entry);
-        out.add_packets(shape.packets(pages));
+        shape.packets(pages)
     }
 
     /// Programs both entries of pair `p` with `a` and `b` (a filler in the
     /// odd slot makes CTRL 1: the driver looks at the set it just
-    /// programmed).
+    /// programmed); returns the entry's packets.
     #[inline(always)]
     fn put_both(
         self,
@@ -101,7 +101,7 @@ impl GroupPairs {
         b: &PageSet,
         shape: PacketShape,
         out: &mut (impl ProgramSink + ?Sized),
-    ) {
+    ) -> u32 {
         let even = self.abs_base.wrapping_add(2 * u32::from(p));
         put_set(rcv, even, a);
         put_set(rcv, even.wrapping_add(1), b);
@@ -111,7 +111,7 @@ impl GroupPairs {
             TidCtrl::Pair
         };
         let pages = u32::from(a.count).wrapping_add(u32::from(b.count));
-        self.push_entry(p, ctrl, pages, shape, out);
+        self.push_entry(p, ctrl, pages, shape, out)
     }
 
     /// Pair `p` as the two bits of the node's `taken` map say:
@@ -122,7 +122,7 @@ impl GroupPairs {
     ///
     /// This is the driver's entry-by-entry `pair` logic: an even entry
     /// starts a pair exactly when it and the next one are both taken by
-    /// this node.
+    /// this node. Returns the packets of the entry made (0 for none).
     #[inline(always)]
     fn put_pair(
         self,
@@ -132,19 +132,20 @@ impl GroupPairs {
         next: &mut impl FnMut() -> PageSet,
         shape: PacketShape,
         out: &mut (impl ProgramSink + ?Sized),
-    ) {
+    ) -> u32 {
         let even = self.abs_base.wrapping_add(2 * u32::from(p));
         let odd = even.wrapping_add(1);
         match bits {
             0 => {
                 rcv.wc_fill(even);
                 rcv.wc_fill(odd);
+                0
             }
             1 => {
                 let a = next();
                 put_set(rcv, even, &a);
                 rcv.wc_fill(odd);
-                self.push_entry(p, TidCtrl::Even, u32::from(a.count), shape, out);
+                self.push_entry(p, TidCtrl::Even, u32::from(a.count), shape, out)
             }
             2 => {
                 rcv.wc_fill(even);
@@ -155,30 +156,95 @@ impl GroupPairs {
                 } else {
                     TidCtrl::Odd
                 };
-                self.push_entry(p, ctrl, u32::from(b.count), shape, out);
+                self.push_entry(p, ctrl, u32::from(b.count), shape, out)
             }
             _ => {
                 let (a, b) = (next(), next());
-                self.put_both(rcv, p, &a, &b, shape, out);
+                self.put_both(rcv, p, &a, &b, shape, out)
             }
         }
     }
 }
 
+/// Where programming takes its page sets from, in order.
+trait SetCursor {
+    /// Runs `f` on the next eight sets and steps past them, if the source
+    /// can hand them out at once (the fast path of a whole free group).
+    fn with_whole<R>(&mut self, f: impl FnOnce(&[PageSet; TID_GROUP_SIZE]) -> R) -> Option<R>;
+
+    /// The next set (a filler past the end) and steps past it.
+    fn next_set(&mut self) -> PageSet;
+}
+
+/// The sets of a slice: whole groups are borrowed in place.
+struct SliceCursor<'a>(&'a [PageSet]);
+
+impl SetCursor for SliceCursor<'_> {
+    #[inline(always)]
+    fn with_whole<R>(&mut self, f: impl FnOnce(&[PageSet; TID_GROUP_SIZE]) -> R) -> Option<R> {
+        let (chunk, rest) = self.0.split_first_chunk::<TID_GROUP_SIZE>()?;
+        self.0 = rest;
+        Some(f(chunk))
+    }
+
+    #[inline(always)]
+    fn next_set(&mut self) -> PageSet {
+        match self.0.split_first() {
+            Some((s, rest)) => {
+                self.0 = rest;
+                *s
+            }
+            None => PageSet::FILLER,
+        }
+    }
+}
+
+/// The sets of any [`PageSetSource`], one by one (or eight at a time
+/// where it offers [`PageSetSource::chunk8`]).
+struct SourceCursor<'a, S: ?Sized> {
+    sets: &'a S,
+    at: usize,
+}
+
+impl<S: PageSetSource + ?Sized> SetCursor for SourceCursor<'_, S> {
+    #[inline(always)]
+    fn with_whole<R>(&mut self, f: impl FnOnce(&[PageSet; TID_GROUP_SIZE]) -> R) -> Option<R> {
+        let chunk = self.sets.chunk8(self.at)?;
+        self.at = self.at.wrapping_add(TID_GROUP_SIZE);
+        Some(f(&chunk))
+    }
+
+    #[inline(always)]
+    fn next_set(&mut self) -> PageSet {
+        let s = self.sets.set(self.at).unwrap_or(PageSet::FILLER);
+        self.at = self.at.wrapping_add(1);
+        s
+    }
+}
+
 /// Refuses page sets the RcvArray cannot map (a count that is not 0 or a
 /// power of two up to 512) and path MTUs below a page, before anything is
-/// written; returns the packet shape.
+/// written; returns the packet shape. Over a slice the sets are checked
+/// together first (one OR per set), the failing index looked for only
+/// when one is bad.
 pub(super) fn check_sets<S: PageSetSource + ?Sized>(
     sets: &S,
     pmtu: u32,
 ) -> Result<PacketShape, AllocError> {
-    for index in 0..sets.set_count() {
-        if let Some(s) = sets.set(index) {
-            if !s.is_programmable() {
-                return Err(AllocError::BadPageSet {
-                    index,
-                    count: s.count,
-                });
+    let all_good = sets.as_slice().is_some_and(|s| {
+        s.iter()
+            .fold(0u16, |acc, set| acc | crate::pageset::unmappable(set.count))
+            == 0
+    });
+    if !all_good {
+        for index in 0..sets.set_count() {
+            if let Some(s) = sets.set(index) {
+                if !s.is_programmable() {
+                    return Err(AllocError::BadPageSet {
+                        index,
+                        count: s.count,
+                    });
+                }
             }
         }
     }
@@ -232,6 +298,7 @@ where
 }
 
 /// [`program_rcvarray`] after its checks.
+#[inline]
 pub(super) fn program_checked<G, N, S, O>(
     groups: &mut G,
     rcv: &mut impl RcvArray,
@@ -245,85 +312,90 @@ pub(super) fn program_checked<G, N, S, O>(
     S: PageSetSource + ?Sized,
     O: ProgramSink + ?Sized,
 {
-    let mut next_set = 0usize;
+    match sets.as_slice() {
+        Some(slice) => program_nodes(groups, rcv, nodes, SliceCursor(slice), shape, out),
+        None => program_nodes(groups, rcv, nodes, SourceCursor { sets, at: 0 }, shape, out),
+    }
+}
+
+/// The node loop of [`program_checked`] over one kind of cursor.
+#[inline(always)]
+fn program_nodes<G, N, C, O>(
+    groups: &mut G,
+    rcv: &mut impl RcvArray,
+    nodes: &N,
+    mut sets: C,
+    shape: PacketShape,
+    out: &mut O,
+) where
+    G: GroupStore + ?Sized,
+    N: NodeList + ?Sized,
+    C: SetCursor,
+    O: ProgramSink + ?Sized,
+{
+    let expected_base = groups.expected_base();
     for i in 0..nodes.len() {
         let Some(node) = nodes.node(i) else { break };
-        program_node(groups, rcv, &node, sets, &mut next_set, shape, out);
+        let abs_base = groups.base(node.group);
+        let group = GroupPairs {
+            abs_base,
+            // Groups start at a multiple of 8 from the expected base, so
+            // the pair index of pair `p` is `rel_base / 2 + p`.
+            pair_base: abs_base.wrapping_sub(expected_base) >> 1,
+        };
+        program_node(rcv, &node, group, &mut sets, shape, out);
         take_entries(groups, &node);
     }
 }
 
 /// Programs the eight entries of `node`'s group: fills for entries the
-/// node does not take, the next sets of `sets` for the others, one TID
-/// entry per RcvArray pair it touches (see [`program_rcvarray`]).
+/// node does not take, the next sets for the others, one TID entry per
+/// RcvArray pair it touches (see [`program_rcvarray`]).
 /// Kernel: the entry loop of `kern_program_rcv_group()`.
-#[inline]
-fn program_node<G, S, O>(
-    groups: &G,
+#[inline(always)]
+fn program_node<C, O>(
     rcv: &mut impl RcvArray,
     node: &TidNode,
-    sets: &S,
-    at: &mut usize,
+    group: GroupPairs,
+    sets: &mut C,
     shape: PacketShape,
     out: &mut O,
 ) where
-    G: GroupStore + ?Sized,
-    S: PageSetSource + ?Sized,
+    C: SetCursor,
     O: ProgramSink + ?Sized,
 {
-    let abs_base = groups.base(node.group);
-    let rel_base = abs_base.wrapping_sub(groups.expected_base());
-    let group = GroupPairs {
-        abs_base,
-        // Groups start at a multiple of 8 from the expected base, so the
-        // pair index of pair `p` is `rel_base / 2 + p`.
-        pair_base: rel_base >> 1,
-    };
     let taken = node.taken();
     // Fast path, the common case: a whole free group takes eight sets as
     // four pairs.
     if taken == TID_GROUP_FULL_MAP {
-        if let Some(chunk) = sets.chunk8(*at) {
-            for (p, pair) in (0u8..).zip(chunk.chunks_exact(2)) {
-                if let &[a, b] = pair {
-                    group.put_both(rcv, p, &a, &b, shape, out);
-                }
-            }
-            *at = at.wrapping_add(TID_GROUP_SIZE);
+        let whole = sets.with_whole(|chunk| {
+            (0u8..)
+                .zip(chunk.chunks_exact(2))
+                .fold(0u32, |n, (p, pair)| match pair {
+                    [a, b] => n.wrapping_add(group.put_both(rcv, p, a, b, shape, out)),
+                    _ => n,
+                })
+        });
+        if let Some(npkts) = whole {
+            out.add_packets(npkts);
             return;
         }
     }
-    let mut next = || {
-        let s = sets.set(*at).unwrap_or(PageSet::FILLER);
-        *at = at.wrapping_add(1);
-        s
-    };
+    let mut next = || sets.next_set();
+    let mut npkts = 0u32;
     for p in 0..(GROUP_SIZE / 2) {
-        group.put_pair(rcv, p, (taken >> (2 * p)) & 3, &mut next, shape, out);
+        let n = group.put_pair(rcv, p, (taken >> (2 * p)) & 3, &mut next, shape, out);
+        npkts = npkts.wrapping_add(n);
     }
+    out.add_packets(npkts);
 }
 
-/// Records that `node`'s entries are taken: the group's `used` and `map`,
-/// and its move between lists. Kernel: the `used`/`map` updates and
-/// `tid_group_move()`s of `kern_program_rcv_group()`.
-#[inline]
+/// Records that `node`'s entries are taken (see
+/// [`GroupStore::take_entries`]).
+#[inline(always)]
 fn take_entries<G: GroupStore + ?Sized>(groups: &mut G, node: &TidNode) {
-    if node.cnt == 0 {
-        return;
-    }
-    let g = node.group;
-    let (used, map) = groups.counters(g);
-    let new_used = used.wrapping_add(node.cnt);
-    groups.set_counters(g, new_used, map | node.taken());
-    if new_used == GROUP_SIZE {
-        let from = if used == 0 {
-            GroupList::Free
-        } else {
-            GroupList::Used
-        };
-        groups.move_to(g, from, GroupList::Full);
-    } else if used == 0 {
-        groups.move_to(g, GroupList::Free, GroupList::Used);
+    if node.cnt != 0 {
+        groups.take_entries(node.group, node.cnt, node.taken());
     }
 }
 
@@ -345,7 +417,6 @@ where
     for i in 0..nodes.len() {
         let Some(node) = nodes.node(i) else { break };
         let g = node.group;
-        let (used, map) = groups.counters(g);
         let taken = node.taken();
         let abs_base = groups.base(g);
         if node.cnt == 0 {
@@ -368,19 +439,6 @@ where
                 }
             }
         }
-        // Net effect of the driver's entry-by-entry moves (full->used as
-        // the first entry goes, used->free as the last one goes).
-        let new_used = used.wrapping_sub(node.cnt);
-        groups.set_counters(g, new_used, map & !taken);
-        if new_used == 0 {
-            let from = if used == GROUP_SIZE {
-                GroupList::Full
-            } else {
-                GroupList::Used
-            };
-            groups.move_to(g, from, GroupList::Free);
-        } else if used == GROUP_SIZE {
-            groups.move_to(g, GroupList::Full, GroupList::Used);
-        }
+        groups.release_entries(g, node.cnt, taken);
     }
 }

@@ -62,6 +62,74 @@ pub trait GroupStore {
     /// `tid_group_move()` (`list_del_init`, `from->count--`,
     /// `list_add_tail`, `to->count++`).
     fn move_to(&mut self, g: u16, from: GroupList, to: GroupList);
+
+    /// Records that `cnt` (> 0) more entries of group `g`, those in
+    /// `taken`, are in use, and moves the group as the driver does (the
+    /// net effect of its entry-by-entry moves: free→used at the first
+    /// entry, to full at the eighth).
+    /// Kernel: the `used`/`map` updates and `tid_group_move()`s of
+    /// `kern_program_rcv_group()`. A store may do this in one step.
+    #[inline]
+    fn take_entries(&mut self, g: u16, cnt: u8, taken: u8) {
+        let (used, map) = self.counters(g);
+        let new_used = used.wrapping_add(cnt);
+        self.set_counters(g, new_used, map | taken);
+        if let Some((from, to)) = move_on_take(used, new_used) {
+            self.move_to(g, from, to);
+        }
+    }
+
+    /// Records that `cnt` (> 0) entries of group `g`, those in `taken`,
+    /// are free again, and moves the group as the driver does (full→used
+    /// as the first goes, to free as the last goes). Kernel: the `used`/`map` updates and
+    /// `tid_group_move()`s of `kern_unprogram_rcv_group()`. A store may
+    /// do this in one step.
+    #[inline]
+    fn release_entries(&mut self, g: u16, cnt: u8, taken: u8) {
+        let (used, map) = self.counters(g);
+        let new_used = used.wrapping_sub(cnt);
+        self.set_counters(g, new_used, map & !taken);
+        if let Some((from, to)) = move_on_release(used, new_used) {
+            self.move_to(g, from, to);
+        }
+    }
+}
+
+/// The one list move of a group whose `used` goes from `used` to
+/// `new_used` (> `used`) as entries are taken: free→used at its first
+/// entry, to full at its eighth (the net effect of the driver's
+/// entry-by-entry moves, each to the tail).
+#[inline(always)]
+const fn move_on_take(used: u8, new_used: u8) -> Option<(GroupList, GroupList)> {
+    if new_used == GROUP_SIZE {
+        if used == 0 {
+            Some((GroupList::Free, GroupList::Full))
+        } else {
+            Some((GroupList::Used, GroupList::Full))
+        }
+    } else if used == 0 {
+        Some((GroupList::Free, GroupList::Used))
+    } else {
+        None
+    }
+}
+
+/// The one list move of a group whose `used` goes from `used` to
+/// `new_used` (< `used`) as entries are released: full→used as the first
+/// goes, to free as the last goes.
+#[inline(always)]
+const fn move_on_release(used: u8, new_used: u8) -> Option<(GroupList, GroupList)> {
+    if new_used == 0 {
+        if used == GROUP_SIZE {
+            Some((GroupList::Full, GroupList::Free))
+        } else {
+            Some((GroupList::Used, GroupList::Free))
+        }
+    } else if used == GROUP_SIZE {
+        Some((GroupList::Full, GroupList::Used))
+    } else {
+        None
+    }
 }
 
 /// Where a segment's chosen groups go. Kernel: `flow->tnode[]` and
@@ -103,6 +171,12 @@ pub trait PageSetSource {
     /// fast path of a whole free group).
     fn chunk8(&self, at: usize) -> Option<[PageSet; 8]> {
         let _ = at;
+        None
+    }
+
+    /// All the sets as one slice, when they are kept as [`PageSet`]s (the
+    /// software platform): programming then borrows them in place.
+    fn as_slice(&self) -> Option<&[PageSet]> {
         None
     }
 }
@@ -150,6 +224,10 @@ impl<T: PageSetSource + ?Sized> PageSetSource for &T {
 
     fn chunk8(&self, at: usize) -> Option<[PageSet; 8]> {
         (**self).chunk8(at)
+    }
+
+    fn as_slice(&self) -> Option<&[PageSet]> {
+        (**self).as_slice()
     }
 }
 
@@ -199,6 +277,11 @@ impl PageSetSource for [PageSet] {
         self.get(at..)?
             .split_first_chunk::<TID_GROUP_SIZE>()
             .map(|(c, _)| *c)
+    }
+
+    #[inline]
+    fn as_slice(&self) -> Option<&[PageSet]> {
+        Some(self)
     }
 }
 
