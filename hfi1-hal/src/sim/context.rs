@@ -234,14 +234,27 @@ impl SimContext {
     /// Logs a call if logging is on. The log grows fallibly: a call that
     /// finds no memory for its record is not logged (the register state
     /// is still updated by the caller).
+    #[inline(always)]
     fn record(&mut self, call: SimCall) {
-        if self.logging && self.log.try_reserve(1).is_ok() {
+        if self.logging {
+            self.push_log(call);
+        }
+    }
+
+    /// The logging half of [`Self::record`], kept out of line so a
+    /// register write with the log off (benchmarks, long simulator runs)
+    /// is a flag test and a store.
+    #[cold]
+    #[inline(never)]
+    fn push_log(&mut self, call: SimCall) {
+        if self.log.try_reserve(1).is_ok() {
             self.log.push(call);
         }
     }
 }
 
 impl RcvArray for SimContext {
+    #[inline]
     fn put_tid(&mut self, rcventry: u32, ty: RcvType, pa: u64, order: u8) {
         self.record(SimCall::PutTid {
             rcventry,
@@ -265,6 +278,7 @@ impl RcvArray for SimContext {
         }
     }
 
+    #[inline]
     fn wc_fill(&mut self, rcventry: u32) {
         self.record(SimCall::WcFill { rcventry });
         self.wc_fills += 1;
@@ -275,6 +289,7 @@ impl RcvArray for SimContext {
 }
 
 impl FlowTable for SimContext {
+    #[inline]
     fn write_flow(&mut self, flow: FlowIndex, value: FlowTableReg) {
         self.record(SimCall::WriteFlow { flow, value });
         if let Some(r) = self.flows.get_mut(flow.as_usize()) {
@@ -282,6 +297,7 @@ impl FlowTable for SimContext {
         }
     }
 
+    #[inline]
     fn read_flow(&self, flow: FlowIndex) -> FlowTableReg {
         self.flows.get(flow.as_usize()).copied().unwrap_or_default()
     }
