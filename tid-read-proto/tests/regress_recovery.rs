@@ -245,6 +245,97 @@ fn sync_check_counts_packets_as_the_kernel_does() {
     p.teardown_clean();
 }
 
+/// The flow generation a TID READ_REQ names.
+fn generation(p: &[u8]) -> hfi1_hal::Generation {
+    match packet::parse(p).unwrap().1 {
+        Parsed::ReadReq { hdr, .. } => hdr.flow_psn.generation(),
+        _ => panic!("not a TID READ_REQ"),
+    }
+}
+
+/// Takes `n` of the requester context's hardware flows, as other QPs
+/// would hold them.
+fn take_flows(p: &mut Pair, n: usize) -> Vec<hfi1_hal::FlowIndex> {
+    let mut root = LockToken::root();
+    let mut g = p.n.requesters[0].s_lock.lock(&mut root);
+    let (_, tok) = g.parts();
+    let mut e = p.n.rcd.exp_lock.lock(tok);
+    (0..n).map(|_| e.flows.reserve(None).unwrap()).collect()
+}
+
+/// Gives back flows [`take_flows`] took.
+fn give_flows(p: &mut Pair, flows: &[hfi1_hal::FlowIndex]) {
+    let mut root = LockToken::root();
+    let mut g = p.n.requesters[0].s_lock.lock(&mut root);
+    let (_, tok) = g.parts();
+    let mut e = p.n.rcd.exp_lock.lock(tok);
+    flows.iter().for_each(|&f| e.flows.release(f));
+}
+
+/// At a SYNC point the requester gives its hardware flow back to the
+/// receive context and wakes the head of the flow queue: with every other
+/// flow taken, QP B, queued for a flow behind QP A's one long READ, gets
+/// A's flow when A's first generation is used up, and its READ completes
+/// while A's is still unfinished (A queues behind B for a flow and goes
+/// on when B's last READ gives it back). Kernel:
+/// `hfi1_kern_clear_hw_flow()` at the SYNC of
+/// `hfi1_rc_rcv_tid_rdma_read_resp()` (bit freed, generation advanced,
+/// `first_qp()` of `rcd->flow_queue` woken).
+///
+/// Fails with the wake-up taken out (checked: `clear_hw_flow_with` not
+/// delivering to the queue's head): B is never woken, A queues behind it
+/// and neither READ completes. Fails with the flow kept over the SYNC
+/// (checked: `regenerate_hw_flow` instead of `clear_flow` at both SYNC
+/// sites): B gets a flow only after A's READ completed. Fails with the
+/// generation step taken out of `clear_flow` (checked): B's READ_REQ
+/// names A's old generation.
+#[test]
+fn sync_point_releases_the_flow_and_wakes_the_flow_queue() {
+    let mut p = Pair::new(Setup {
+        qps: 2,
+        groups: 64,
+        ..Setup::default()
+    });
+    let others = take_flows(&mut p, hfi1_hal::consts::NUM_TID_FLOWS - 1);
+    // 36 segments of 256 KiB at a 4 KiB MTU: 64 flow PSNs each, so the
+    // first generation ends after 31 and a SYNC follows.
+    let gap = 64 - (p.n.pages.run(0, 0).vaddr >> 12) % 64;
+    let sge = p.n.pages.run(gap, 36 * 64);
+    let a = p.post_sges(0, vec![sge]);
+    let sge = p.n.pages.run(0, 64);
+    let b = p.post_sges(1, vec![sge]);
+    let first = p.send();
+    assert!(!first.is_empty(), "A has the last flow");
+    assert!(for_qp(&first, 1).is_empty(), "B waits for a flow");
+    assert_eq!(p.n.leaks(&mut LockToken::root()).queued_qps, 1);
+    let a_gen = generation(&first[0]);
+    p.give_responder(&first);
+    // Round by round, until nothing moves: when B's READ completes, A's
+    // is still open.
+    let (mut a_open_at_b, mut b_gen) = (None, None);
+    for _ in 0..256 {
+        let reqs = p.send();
+        b_gen = b_gen.or_else(|| for_qp(&reqs, 1).first().map(|r| generation(r)));
+        p.give_responder(&reqs);
+        let resps = p.respond();
+        p.give_requester(&resps);
+        if a_open_at_b.is_none() && !p.done[1].is_empty() {
+            a_open_at_b = Some(p.done[0].is_empty());
+        }
+        if reqs.is_empty() && resps.is_empty() && p.n.pending_work() == 0 {
+            break;
+        }
+    }
+    assert_eq!(p.req_stats().syncs, 1, "A passed one SYNC point");
+    assert_eq!(p.done[1], [(b, WcStatus::Success)]);
+    assert_eq!(p.done[0], [(a, WcStatus::Success)]);
+    assert_eq!(a_open_at_b, Some(true), "B got the flow at A's SYNC");
+    assert_eq!(b_gen, Some(a_gen.next()), "the flow's generation moved on");
+    assert_eq!(p.req_stats().flow_waits, 2, "B, then A, waited for a flow");
+    give_flows(&mut p, &others);
+    p.teardown_clean();
+}
+
 /// The IB PSN window of the KDETH error path ends at `s_psn` inclusive:
 /// a sequence-error READ_RESP naming exactly `s_psn` (the next segment's
 /// first PSN, not requested yet) is taken into software PSN checking.
