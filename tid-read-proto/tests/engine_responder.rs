@@ -216,18 +216,31 @@ fn one_psn_nak_per_episode() {
     );
 }
 
-/// A request that finds the ack queue full (16 entries not yet sent) is
-/// refused with a remote operational error and the QP goes to the error
-/// state: every region reference is dropped, the NAK is dropped because
-/// responses were pending, nothing more is sent and every later request
-/// is dropped. Kernel: the queue-full branch of
-/// `hfi1_rc_rcv_tid_rdma_read_req()` (`nack_inv_unlock` →
-/// `rvt_rc_error()`) and `hfi1_send_rc_ack()` / `hfi1_queue_rc_ack()`.
+/// The responder errors its QP where the kernel calls `rvt_rc_error()`,
+/// here for a full ack queue, and a NAK earned while responses are
+/// pending is dropped in the error state. A request that finds the ack
+/// queue full (16 entries not yet sent) is refused with a remote
+/// operational error and the QP goes to the error state: every region
+/// reference is dropped; its NAK, deferred behind the 16 pending
+/// responses, is dropped (`naks_dropped`) rather than handed to the send
+/// engine; nothing more is sent and every later request is dropped.
+/// Kernel: the queue-full branch of `hfi1_rc_rcv_tid_rdma_read_req()`
+/// (`nack_inv_unlock` → `rvt_rc_error()`, `rc_defered_ack()`), then
+/// `hfi1_send_rc_ack()`, which with `RVT_S_RESP_PENDING` set goes to
+/// `hfi1_queue_rc_ack()`, which drops the NAK for a QP not
+/// `RVT_PROCESS_RECV_OK`. With no response pending the same error NAK is
+/// sent at once (`invalid_read_req_errors_the_responder_qp`).
 ///
 /// Fails with the refusal only queueing a NAK (checked: `rc_error` not
 /// setting the error state, as the engine had it): the QP stays in RTS
 /// (the engine then sent 17 packets, the NAK first, and took the next
-/// request).
+/// request). Fails with the drop taken out (checked: `defer_nak` handing
+/// the NAK to the send engine in the error state): `naks_dropped` stays
+/// 0; the wire is the same, as the send engine sends nothing in the
+/// error state (`make_rc_ack()` bails there too). Dropping every NAK in
+/// the error state instead (checked) fails
+/// `invalid_read_req_errors_the_responder_qp` and
+/// `each_validation_earns_its_nak`, not this test.
 #[test]
 fn a_full_ack_queue_errors_the_qp_and_its_nak_is_dropped_behind_responses() {
     let qp = responder(true);

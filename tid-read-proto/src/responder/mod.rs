@@ -51,13 +51,6 @@
 //!   requester learns of it only after its retry budget is spent
 //!   (`tests/regress_rc.rs`:
 //!   `bad_rkey_read_req_is_naked_as_a_remote_access_error`).
-//!
-//! Kept as 6.1 has it, though the kernel does not survive it: stale
-//! duplicates of READ_REQs the requester has completed rewind the send
-//! pointer and re-arm their entries, so new requests can find the ack
-//! queue full and the QP errors (the `read_pair` fuzz finding;
-//! `tests/engine_responder.rs`:
-//! `stale_duplicates_fill_the_ack_queue_as_in_the_kernel`).
 //! - A TID entry spans as many IB PSNs as READ_RESP packets are really
 //!   sent (one per `min(pmtu, rest of TID entry)`), the same count the
 //!   requester gives the segment, not `ceil(length / pmtu)`: with an 8 KiB
@@ -67,6 +60,19 @@
 //!   the QP is in the error state and the responder runs (with the region
 //!   table), not inside `rvt_error_qp()`: the requester's paths that error
 //!   the QP have no region table.
+//!
+//! Kept as 6.1 has it, though the kernel does not survive it: stale
+//! duplicates of READ_REQs the requester has completed rewind the send
+//! pointer and re-arm their entries, so new requests can find the ack
+//! queue full and the QP errors (the `read_pair` fuzz finding;
+//! `tests/engine_responder.rs`:
+//! `stale_duplicates_fill_the_ack_queue_as_in_the_kernel`).
+//!
+//! The error state and the NAK rule are pinned in
+//! `tests/engine_responder.rs`:
+//! `a_full_ack_queue_errors_the_qp_and_its_nak_is_dropped_behind_responses`
+//! (pending responses) and `invalid_read_req_errors_the_responder_qp`
+//! (none pending).
 //!
 //! # Locking
 //!
