@@ -6,33 +6,24 @@
 //! in ERF records of a pcap file. Our parser reads every frame back, and
 //! Wireshark's `opa` dissector (through `tshark`) decodes every field to
 //! the values it was built from, names each opcode as InfiniBand does,
-//! and finds no malformed frame and no expert warning.
-//!
-//! `tshark` runs when it is on `PATH`; with `HFI1_REQUIRE_TSHARK=1` its
-//! absence fails the test (CI sets it). `HFI1_PCAP_OUT=<path>` keeps the
-//! capture.
+//! and finds no malformed frame and no expert warning
+//! ([`common::capture`] says when `tshark` runs).
+
+mod common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
+use common::capture::{self, Sent};
 use hfi1_hal::Psn;
 use tid_read_proto::packet::{self, Parsed, Path};
 use tid_read_proto::plain_read::{self, RespKind};
-use tid_read_proto::wire::{aeth, erf, reth};
+use tid_read_proto::wire::{aeth, reth};
 
 const REQ_LID: u16 = 0x0011;
 const RESP_LID: u16 = 0x0022;
 const REQ_VQP: u32 = 0x00_0123;
 const RESP_VQP: u32 = 0x00_0456;
 const PMTU: usize = 4096;
-
-/// One frame, the tshark field values it must decode to, and the opcode
-/// name Wireshark must give it.
-struct Sent {
-    bytes: Vec<u8>,
-    want: BTreeMap<&'static str, u64>,
-    name: &'static str,
-}
 
 fn common(
     bytes: &[u8],
@@ -78,7 +69,7 @@ fn request(psn: u32, r: reth::Repr) -> Sent {
     Sent {
         bytes: buf,
         want,
-        name: "RC RDMA Read Request (0x0c)",
+        name: Some("RC RDMA Read Request (0x0c)"),
     }
 }
 
@@ -124,7 +115,7 @@ fn response(psn: u32, kind: RespKind, msn: u32, data: &[u8]) -> Sent {
     Sent {
         bytes: buf,
         want,
-        name,
+        name: Some(name),
     }
 }
 
@@ -159,13 +150,7 @@ fn frames() -> Vec<Sent> {
 
 fn capture() -> (Vec<Sent>, Vec<u8>) {
     let frames = frames();
-    let mut pcap = erf::pcap_file_header(65535).to_vec();
-    for (i, s) in frames.iter().enumerate() {
-        let ts = erf::timestamp_from_nanos(1_000 * i as u64);
-        let mut rec = vec![0u8; erf::pcap_record_len(s.bytes.len())];
-        let n = erf::encode_pcap_record(ts, (i % 2) as u8, &s.bytes, &mut rec).unwrap();
-        pcap.extend_from_slice(&rec[..n]);
-    }
+    let pcap = capture::pcap(&frames);
     (frames, pcap)
 }
 
@@ -196,104 +181,8 @@ fn plain_read_frames_parse_back() {
     }
 }
 
-fn tshark(args: &[&str]) -> String {
-    let out = Command::new("tshark").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "tshark {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A tshark field value: hex with 0x, else decimal; booleans as 0/1 or
-/// True/False.
-fn value(s: &str) -> Option<u64> {
-    match s {
-        "" => None,
-        "True" => Some(1),
-        "False" => Some(0),
-        _ => match s.strip_prefix("0x") {
-            Some(h) => u64::from_str_radix(h, 16).ok(),
-            None => s.parse().ok(),
-        },
-    }
-}
-
 #[test]
 fn tshark_decodes_every_plain_read_frame_as_built() {
     let (frames, pcap) = capture();
-    let path = match std::env::var_os("HFI1_PCAP_OUT") {
-        Some(p) => std::path::PathBuf::from(p),
-        None => {
-            std::env::temp_dir().join(format!("plain-read-capture-{}.pcap", std::process::id()))
-        }
-    };
-    std::fs::write(&path, &pcap).unwrap();
-    let have = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have {
-        assert!(
-            std::env::var_os("HFI1_REQUIRE_TSHARK").is_none(),
-            "HFI1_REQUIRE_TSHARK is set but tshark is not on PATH"
-        );
-        eprintln!("tshark not on PATH: the Wireshark check did not run");
-        return;
-    }
-    let file = path.to_str().unwrap();
-    let bad = tshark(&[
-        "-r",
-        file,
-        "-Y",
-        "_ws.malformed || _ws.expert",
-        "-T",
-        "fields",
-        "-e",
-        "frame.number",
-    ]);
-    assert_eq!(bad.trim(), "", "malformed or expert frames: {bad}");
-    let protos = tshark(&["-r", file, "-T", "fields", "-e", "frame.protocols"]);
-    let protos: Vec<_> = protos.lines().collect();
-    assert_eq!(protos.len(), frames.len());
-    assert!(protos.iter().all(|p| *p == "erf:opa"), "{protos:?}");
-    // The opcode as Wireshark names it.
-    let shown = tshark(&["-r", file, "-V"]);
-    for s in &frames {
-        assert!(shown.contains(s.name), "{} not shown:\n{shown}", s.name);
-    }
-
-    let mut names: Vec<&str> = frames.iter().flat_map(|s| s.want.keys().copied()).collect();
-    names.sort_unstable();
-    names.dedup();
-    let mut args = vec![
-        "-r",
-        file,
-        "-T",
-        "fields",
-        "-E",
-        "separator=/t",
-        "-E",
-        "occurrence=f",
-    ];
-    for n in &names {
-        args.extend(["-e", n]);
-    }
-    let out = tshark(&args);
-    let rows: Vec<_> = out.lines().collect();
-    assert_eq!(rows.len(), frames.len());
-    for (i, (row, s)) in rows.iter().zip(&frames).enumerate() {
-        let got: BTreeMap<&str, Option<u64>> = names
-            .iter()
-            .copied()
-            .zip(row.split('\t').map(value))
-            .collect();
-        for (k, v) in &s.want {
-            assert_eq!(got[k], Some(*v), "frame {} field {k}: row {row:?}", i + 1);
-        }
-    }
-    if std::env::var_os("HFI1_PCAP_OUT").is_none() {
-        let _ = std::fs::remove_file(&path);
-    }
+    capture::check_with_tshark(&frames, &pcap, "plain-read-capture");
 }

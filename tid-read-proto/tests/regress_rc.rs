@@ -8,24 +8,13 @@
 
 mod common;
 
-use common::{Kind, Pair, kind};
+use common::{Kind, Pair, ack, kind};
 use hfi1_hal::Psn;
 use hfi1_hal::lock_order::LockToken;
-use tid_harness::world::{REQUESTER, Setup};
-use tid_read_proto::packet::{Path, build_ack};
+use tid_harness::world::Setup;
 use tid_read_proto::qp;
 use tid_read_proto::rc::retry::{retry_ns, rnr_ns};
 use tid_read_proto::rc::{EngineError, QpState, WcStatus};
-use tid_read_proto::wire::aeth;
-
-/// An ACK or NAK with `syndrome` for IB PSN `psn`, to requester QP 0.
-fn ack(psn: u32, syndrome: u8) -> Vec<u8> {
-    let mut buf = vec![0u8; 64];
-    let a = aeth::Repr { syndrome, msn: 0 };
-    let n = build_ack(&mut buf, Path::default(), REQUESTER.qpn, Psn::new(psn), a).unwrap();
-    buf.truncate(n);
-    buf
-}
 
 /// The lowest-PSN request among `pkts`.
 fn first_request(pkts: &[Vec<u8>]) -> Vec<Vec<u8>> {

@@ -9,14 +9,13 @@
 
 mod common;
 
-use common::{Kind, Pair, for_qp, forge_resp, kind, split_last};
+use common::{Kind, Pair, ack, for_qp, forge_resp, kind, split_last};
 use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::sim::RcvError;
 use hfi1_hal::{FlowPsn, Psn};
 use tid_harness::world::{Arrival, REQUESTER, Setup};
-use tid_read_proto::packet::{self, Parsed, Path, build_ack};
+use tid_read_proto::packet::{self, Parsed};
 use tid_read_proto::rc::{QpState, WcStatus};
-use tid_read_proto::wire::aeth;
 
 /// The chip's outcome for the first of `at`, a TID READ_RESP.
 fn outcome(at: &[tid_harness::world::AtRequester]) -> (bool, Option<RcvError>) {
@@ -36,14 +35,7 @@ fn vaddr(p: &[u8]) -> u64 {
 
 /// A PSN NAK for `psn` to requester QP 0.
 fn psn_nak(psn: u32) -> Vec<u8> {
-    let mut buf = vec![0u8; 64];
-    let a = aeth::Repr {
-        syndrome: 0x60,
-        msn: 0,
-    };
-    let n = build_ack(&mut buf, Path::default(), REQUESTER.qpn, Psn::new(psn), a).unwrap();
-    buf.truncate(n);
-    buf
+    ack(psn, 0x60)
 }
 
 /// Deviation kept: a completed segment's TIDs are unprogrammed at its
@@ -587,23 +579,8 @@ fn errored_qp_leaves_the_rcvarray_queue_and_wakes_the_next() {
     assert_eq!(ra.len(), 1);
     let b = p.post(1, 4);
     assert!(p.send().is_empty());
-    // A fatal NAK for A's READ.
-    let mut nak = psn_nak(0x10);
-    let mut buf = vec![0u8; 64];
-    let n = build_ack(
-        &mut buf,
-        Path::default(),
-        REQUESTER.qpn,
-        Psn::new(0x10),
-        aeth::Repr {
-            syndrome: 0x63,
-            msn: 0,
-        },
-    )
-    .unwrap();
-    nak.clear();
-    nak.extend_from_slice(&buf[..n]);
-    p.give_requester(&[nak]);
+    // A fatal NAK (remote operational error) for A's READ.
+    p.give_requester(&[ack(0x10, 0x63)]);
     assert_eq!(p.done[0], [(a, WcStatus::RemoteOperational)]);
     p.give_responder(&rc);
     let r = p.respond();

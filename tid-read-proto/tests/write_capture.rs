@@ -4,15 +4,14 @@
 //! ICRC frames in ERF records of a pcap file. Our own parsers read every
 //! frame back to the values it was built from, and Wireshark's `opa`
 //! dissector (through `tshark`) decodes every field to the same values,
-//! with no malformed frame and no expert warning.
-//!
-//! `tshark` runs when it is on `PATH`; with `HFI1_REQUIRE_TSHARK=1` its
-//! absence fails the test (CI sets it). `HFI1_PCAP_OUT=<path>` keeps the
-//! capture.
+//! with no malformed frame and no expert warning ([`common::capture`]
+//! says when `tshark` runs).
+
+mod common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
+use common::capture::{self, Sent};
 use hfi1_hal::consts::{
     OP_TID_RDMA_ACK, OP_TID_RDMA_READ_REQ, OP_TID_RDMA_READ_RESP, OP_TID_RDMA_RESYNC,
     OP_TID_RDMA_WRITE_DATA, OP_TID_RDMA_WRITE_DATA_LAST, OP_TID_RDMA_WRITE_REQ,
@@ -26,7 +25,7 @@ use tid_read_proto::wire::tid_ack::{AckFields, AckKind};
 use tid_read_proto::wire::tid_header::BthFields;
 use tid_read_proto::wire::write_data::{DataBuilder, DataFlow};
 use tid_read_proto::wire::{
-    aeth, erf, frame, kdeth, lrh, read_req, read_resp, resync, tid_ack, tid_entries, write_data,
+    aeth, frame, kdeth, lrh, read_req, read_resp, resync, tid_ack, tid_entries, write_data,
     write_req, write_resp,
 };
 
@@ -40,12 +39,6 @@ const REQ_VQP: u32 = 0x00_0123;
 const RESP_VQP: u32 = 0x00_0456;
 const JKEY: u16 = 32;
 const PMTU: u32 = 4096;
-
-/// One frame and the tshark field values it must decode to.
-struct Sent {
-    bytes: Vec<u8>,
-    want: BTreeMap<&'static str, u64>,
-}
 
 /// Builds one frame and records its expected fields from the same values.
 fn sent(dlid: u16, slid: u16, b: &BthFields, k: &kdeth::Repr, body: &[&[u8]]) -> Sent {
@@ -83,7 +76,11 @@ fn sent(dlid: u16, slid: u16, b: &BthFields, k: &kdeth::Repr, body: &[&[u8]]) ->
         ("opa.kdeth.offset", u64::from(k0.offset())),
         ("opa.kdeth.j_key", u64::from(k.kdeth1.raw() & 0xFFFF)),
     ]);
-    Sent { bytes, want }
+    Sent {
+        bytes,
+        want,
+        name: None,
+    }
 }
 
 fn with(mut s: Sent, more: &[(&'static str, u64)]) -> Sent {
@@ -447,13 +444,7 @@ fn capture() -> (Vec<Sent>, Vec<u8>) {
     let data: Vec<u8> = (0..2 * 12288).map(|i| (i * 7 % 253) as u8).collect();
     let mut frames = write_frames(&data);
     frames.extend(read_frames(&data));
-    let mut pcap = erf::pcap_file_header(65535).to_vec();
-    for (i, s) in frames.iter().enumerate() {
-        let ts = erf::timestamp_from_nanos(1_000 * i as u64);
-        let mut rec = vec![0u8; erf::pcap_record_len(s.bytes.len())];
-        let n = erf::encode_pcap_record(ts, (i % 2) as u8, &s.bytes, &mut rec).unwrap();
-        pcap.extend_from_slice(&rec[..n]);
-    }
+    let pcap = capture::pcap(&frames);
     (frames, pcap)
 }
 
@@ -477,98 +468,8 @@ fn every_tid_opcode_is_in_the_capture_and_parses_back() {
     frames.iter().for_each(parse_back);
 }
 
-fn tshark(args: &[&str]) -> String {
-    let out = Command::new("tshark").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "tshark {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A tshark field value: hex with 0x, else decimal; booleans as 0/1 or
-/// True/False.
-fn value(s: &str) -> Option<u64> {
-    match s {
-        "" => None,
-        "True" => Some(1),
-        "False" => Some(0),
-        _ => match s.strip_prefix("0x") {
-            Some(h) => u64::from_str_radix(h, 16).ok(),
-            None => s.parse().ok(),
-        },
-    }
-}
-
 #[test]
 fn tshark_decodes_every_frame_as_built() {
     let (frames, pcap) = capture();
-    let path = match std::env::var_os("HFI1_PCAP_OUT") {
-        Some(p) => std::path::PathBuf::from(p),
-        None => std::env::temp_dir().join(format!("tid-write-capture-{}.pcap", std::process::id())),
-    };
-    std::fs::write(&path, &pcap).unwrap();
-    let have = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have {
-        assert!(
-            std::env::var_os("HFI1_REQUIRE_TSHARK").is_none(),
-            "HFI1_REQUIRE_TSHARK is set but tshark is not on PATH"
-        );
-        eprintln!("tshark not on PATH: the Wireshark check did not run");
-        return;
-    }
-    let file = path.to_str().unwrap();
-    // No frame is malformed or carries an expert note.
-    let bad = tshark(&[
-        "-r",
-        file,
-        "-Y",
-        "_ws.malformed || _ws.expert",
-        "-T",
-        "fields",
-        "-e",
-        "frame.number",
-    ]);
-    assert_eq!(bad.trim(), "", "malformed or expert frames: {bad}");
-    let protos = tshark(&["-r", file, "-T", "fields", "-e", "frame.protocols"]);
-    let protos: Vec<_> = protos.lines().collect();
-    assert_eq!(protos.len(), frames.len());
-    assert!(protos.iter().all(|p| *p == "erf:opa"), "{protos:?}");
-
-    let mut names: Vec<&str> = frames.iter().flat_map(|s| s.want.keys().copied()).collect();
-    names.sort_unstable();
-    names.dedup();
-    let mut args = vec![
-        "-r",
-        file,
-        "-T",
-        "fields",
-        "-E",
-        "separator=/t",
-        "-E",
-        "occurrence=f",
-    ];
-    for n in &names {
-        args.extend(["-e", n]);
-    }
-    let out = tshark(&args);
-    let rows: Vec<_> = out.lines().collect();
-    assert_eq!(rows.len(), frames.len());
-    for (i, (row, s)) in rows.iter().zip(&frames).enumerate() {
-        let got: BTreeMap<&str, Option<u64>> = names
-            .iter()
-            .copied()
-            .zip(row.split('\t').map(value))
-            .collect();
-        for (k, v) in &s.want {
-            assert_eq!(got[k], Some(*v), "frame {} field {k}: row {row:?}", i + 1);
-        }
-    }
-    if std::env::var_os("HFI1_PCAP_OUT").is_none() {
-        let _ = std::fs::remove_file(&path);
-    }
+    capture::check_with_tshark(&frames, &pcap, "tid-write-capture");
 }

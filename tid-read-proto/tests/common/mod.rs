@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! What the regression tests share: the harness's two nodes driven step
-//! by step, with the packets in flight under the test's hand.
+//! by step, with the packets in flight under the test's hand; and, for
+//! the capture tests, the pcap file and its check by Wireshark
+//! ([`capture`]).
 #![allow(dead_code)]
+
+pub mod capture;
 
 use hfi1_hal::Psn;
 use hfi1_hal::lock_order::LockToken;
@@ -229,6 +233,22 @@ impl Pair {
         let t = self.n.teardown(&mut LockToken::root());
         assert_eq!(t.leaks.total(), 0, "{:?}", t.leaks);
     }
+}
+
+/// An ACK or NAK with `syndrome` for IB PSN `psn`, to requester QP 0.
+pub fn ack(psn: u32, syndrome: u8) -> Vec<u8> {
+    let mut buf = vec![0u8; 64];
+    let a = tid_read_proto::wire::aeth::Repr { syndrome, msn: 0 };
+    let n = packet::build_ack(
+        &mut buf,
+        packet::Path::default(),
+        tid_harness::world::REQUESTER.qpn,
+        Psn::new(psn),
+        a,
+    )
+    .expect("an ACK fits 64 bytes");
+    buf.truncate(n);
+    buf
 }
 
 /// A TID READ_RESP rebuilt after `f` changed its BTH destination QP, BTH
