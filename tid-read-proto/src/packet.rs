@@ -129,11 +129,6 @@ pub(crate) fn frame(
     Ok(len)
 }
 
-/// [`crate::read_resp::write_packet`] under its old name, for the callers
-/// in `wire` (a `wire::class` test).
-#[doc(hidden)]
-pub use crate::read_resp::write_packet as build_read_resp;
-
 /// Builds an RC ACK or NAK (BTH + AETH) to `dest_qp` with PSN `psn`.
 /// Kernel: `hfi1_send_rc_ack()` / `make_rc_ack()`.
 pub fn build_ack(

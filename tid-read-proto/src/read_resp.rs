@@ -39,11 +39,6 @@ use crate::packet::{BthOut, PacketError, Path, frame};
 use crate::qualify::div_round_up_mtu;
 use crate::wire::{self, read_resp};
 
-/// The `tid_flow_qp` layout, where `wire::tid_header` reads it. (It is the
-/// field's layout, so it belongs with the wire formats; until it moves
-/// there it is defined beside the READ_REQ that carries it.)
-pub use crate::read_req::{DESTQP_FLOW_MASK, DESTQP_FLOW_SHIFT};
-
 /// KDETH OFFSET width.
 const OFFSET_MASK: u32 = 0x7FFF;
 /// OM large: OFFSET counts 64-byte units. Kernel: `KDETH_OM_LARGE`.

@@ -178,7 +178,7 @@ pub struct Env<'a, 't, P: FlowPlatform> {
 impl<'t, P: FlowPlatform> Env<'_, 't, P> {
     /// The flow-engine borrows, for one call.
     pub fn locked(&mut self) -> QpLocked<'_, 't> {
-        self.locked.reborrow()
+        self.locked.again()
     }
 
     /// Schedules the QP's send engine. Kernel: `hfi1_schedule_send()`.
@@ -593,21 +593,5 @@ impl<P: FlowPlatform> Requester<P> {
             s_next_psn: Psn::new(0),
             segs: [SegState::default(); hfi1_hal::consts::MAX_FLOWS],
         })
-    }
-}
-
-/// Lending a [`QpLocked`] to one call while keeping it.
-pub trait Reborrow<'t> {
-    /// The same borrows, for a shorter time.
-    fn reborrow(&mut self) -> QpLocked<'_, 't>;
-}
-
-impl<'t> Reborrow<'t> for QpLocked<'_, 't> {
-    fn reborrow(&mut self) -> QpLocked<'_, 't> {
-        QpLocked {
-            flags: &mut *self.flags,
-            flow: &mut *self.flow,
-            token: &mut *self.token,
-        }
     }
 }

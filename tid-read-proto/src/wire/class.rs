@@ -148,7 +148,7 @@ mod tests {
         // Only the KDETH matters here; the rest stays zero.
         let mut hdr = read_resp::Repr::default();
         hdr.kdeth.kdeth0 = kdeth0;
-        let n = packet::build_read_resp(
+        let n = crate::read_resp::write_packet(
             &mut buf,
             Path::default(),
             0x80_0801,
@@ -211,7 +211,7 @@ mod tests {
             hdr.kdeth.kdeth0 = pkt.kdeth0;
             hdr.kdeth.kdeth1 = pkt.kdeth1;
             let mut buf = vec![0u8; packet::MAX_PACKET];
-            let n = packet::build_read_resp(
+            let n = crate::read_resp::write_packet(
                 &mut buf,
                 Path::default(),
                 0x80_0801,
@@ -291,7 +291,7 @@ mod tests {
             verbs_qp: 0x23,
             ..read_resp::Repr::default()
         };
-        let n = packet::build_read_resp(
+        let n = crate::read_resp::write_packet(
             &mut buf,
             Path::default(),
             0x80_0801,

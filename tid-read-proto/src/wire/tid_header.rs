@@ -32,7 +32,7 @@ use hfi1_hal::consts::{
 use hfi1_hal::{FlowIndex, Psn};
 
 use super::bth;
-use crate::read_resp::{DESTQP_FLOW_MASK, DESTQP_FLOW_SHIFT};
+use crate::read_req::{DESTQP_FLOW_MASK, DESTQP_FLOW_SHIFT};
 
 /// Length in bytes of every TID RDMA header after the BTH (nine words).
 pub const HEADER_LEN: usize = 36;
