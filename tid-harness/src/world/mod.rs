@@ -194,9 +194,10 @@ impl<P: Node> TwoNodes<P> {
         Ok(wr_id)
     }
 
-    /// Trigger work items (wake-ups) waiting.
+    /// Wake-ups waiting: trigger work items, and QPs on the memory-wait
+    /// list (the memory timer's).
     pub fn pending_work(&self) -> usize {
-        self.rcd.sched.pending_work()
+        self.rcd.sched.pending_work() + self.rcd.sched.kmem_waiters()
     }
 
     /// Requester send-engine runs scheduled.
@@ -210,8 +211,18 @@ impl<P: Node> TwoNodes<P> {
     }
 
     /// Action 1a: runs the oldest trigger work item (a wake-up: the QP's
-    /// send engine if it still waits). `None` if none is queued.
+    /// send engine if it still waits); with none queued, the memory timer
+    /// ticks instead ([`Self::tick_memory_timer`]). `None` if neither had
+    /// anything to do.
     pub fn run_trigger_work(&mut self, root: &mut LockToken<'_, Unlocked>) -> Option<Ran> {
+        match self.run_work_item(root) {
+            Some(r) => Some(r),
+            None => self.tick_memory_timer(root),
+        }
+    }
+
+    /// The oldest trigger work item, if one is queued.
+    fn run_work_item(&mut self, root: &mut LockToken<'_, Unlocked>) -> Option<Ran> {
         let (_, qp) = self.rcd.sched.pop_work()?;
         let i = Self::requester_index(&qp);
         let (rcd, out) = (&self.rcd, &mut self.to_responders);
@@ -220,6 +231,24 @@ impl<P: Node> TwoNodes<P> {
             result = qp::send_engine(rcd, qp, root, out);
         });
         Some(Ran { qp: i, result })
+    }
+
+    /// One tick of the memory timer: the QP longest on the memory-wait
+    /// list leaves it and has its send engine scheduled, as the kernel's
+    /// `mem_timer()` wakes one waiter per tick with `hfi1_qp_wakeup(qp,
+    /// RVT_S_WAIT_KMEM)`. A QP is there when a DMA mapping of its segment
+    /// failed: the sim's map fails only when told to (`rcd.dma.fail_in`)
+    /// or for a page set starting at a page another segment still has
+    /// mapped (a READ posted into the pages of one in flight). Returns
+    /// that QP (with `Ok`: the engine runs with the scheduled sends), or
+    /// `None` if none waits.
+    pub fn tick_memory_timer(&mut self, root: &mut LockToken<'_, Unlocked>) -> Option<Ran> {
+        let qp = self.rcd.sched.kmem_tick()?;
+        kmem_wakeup::<P>(&qp, &mut qp.s_lock.lock(root).flags, &self.rcd.sched);
+        Some(Ran {
+            qp: Self::requester_index(&qp),
+            result: Ok(()),
+        })
     }
 
     /// Action 1b: runs the oldest scheduled requester send engine. `None`
@@ -233,12 +262,14 @@ impl<P: Node> TwoNodes<P> {
         })
     }
 
-    /// Action 1: every trigger work item, then every scheduled send engine.
+    /// Action 1: every trigger work item and one memory-timer tick, then
+    /// every scheduled send engine.
     pub fn run_requesters(&mut self, root: &mut LockToken<'_, Unlocked>) -> Vec<Ran> {
         let mut ran = Vec::new();
-        while let Some(r) = self.run_trigger_work(root) {
+        while let Some(r) = self.run_work_item(root) {
             ran.push(r);
         }
+        ran.extend(self.tick_memory_timer(root));
         while let Some(r) = self.run_requester_send(root) {
             ran.push(r);
         }
@@ -622,6 +653,9 @@ impl<P: Node> TwoNodes<P> {
                     .release_all(&self.regions);
             }
         }
+        // The memory-wait list gives its references back as
+        // `flush_qp_waiters()` does at reset.
+        while self.tick_memory_timer(root).is_some() {}
         while self.rcd.sched.pop_work().is_some() {}
         while self.rcd.sched.pop_send().is_some() {}
         self.ready.iter_mut().for_each(|r| *r = false);
@@ -631,4 +665,19 @@ impl<P: Node> TwoNodes<P> {
             leaks: self.leaks(root),
         }
     }
+}
+
+/// [`qp_wait::kmem_wakeup`] through the platform's scheduler bound (the
+/// sim scheduler's own impl asks for `Send` QP references, which a
+/// generic node's are not known to be).
+///
+/// # Locking
+///
+/// `qp`'s `s_lock` held (`flags`).
+fn kmem_wakeup<P: qp_wait::WaitPlatform>(
+    qp: &P::Ref,
+    flags: &mut qp_wait::SFlags,
+    sched: &P::Sched,
+) {
+    qp_wait::kmem_wakeup(qp, flags, sched);
 }

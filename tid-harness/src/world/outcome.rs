@@ -41,7 +41,8 @@ pub struct Done {
     pub data: Option<DataCheck>,
 }
 
-/// One requester send-engine run (trigger work or a scheduled send).
+/// One requester send-engine run (trigger work or a scheduled send), or
+/// a memory-timer wake-up (`Ok`: the engine is scheduled).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ran {
     /// The requester QP.
