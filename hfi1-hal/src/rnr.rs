@@ -105,6 +105,34 @@ pub const fn tid_rnr_timeout_us(to_seg: u32, rate: EgressRate) -> u64 {
     (to_seg as u64 * MAX_SEGMENT_SIZE as u64) / rate.bytes_per_us() as u64
 }
 
+/// The RNR NAK timer values in microseconds, by the AETH's five-bit timer
+/// field. Kernel: `ib_rvt_rnr_table[]` (`rdmavt/qp.c`).
+pub const RNR_TABLE_US: [u32; 32] = [
+    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840,
+    5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760,
+    327_680, 491_520,
+];
+
+/// The AETH timer field for a wait of `timeout_us`: the smallest index in
+/// 1..=31 whose table entry is at least that long, else 0 (the longest
+/// wait, 655.36 ms). Kernel: the table walk of
+/// `hfi1_compute_tid_rnr_timeout()`.
+pub const fn rnr_timer_index(timeout_us: u64) -> u8 {
+    let mut i = 1u8;
+    let mut rest: &[u32] = match RNR_TABLE_US.split_first() {
+        Some((_, rest)) => rest,
+        None => return 0,
+    };
+    while let [us, tail @ ..] = rest {
+        if *us as u64 >= timeout_us {
+            return i;
+        }
+        i += 1;
+        rest = tail;
+    }
+    0
+}
+
 /// The responder's `r_nak_state` for an RNR NAK with timer field `index`:
 /// `IB_RNR_NAK | index`. Kernel: `send_rnr_nak()` (`tid_rdma.c`).
 pub const fn rnr_nak_syndrome(index: u8) -> u8 {
@@ -127,6 +155,14 @@ mod tests {
         assert_eq!(tid_rnr_timeout_us(0, r), 0);
         assert_eq!(rnr_nak_syndrome(2), 0x22);
         assert_eq!(rnr_nak_syndrome(0x2D), 0x2D, "five bits only");
+        // The notes' worked examples: RcvArray position 1, flow queue
+        // position 1 at 4 KiB, the acked_tail case.
+        assert_eq!(rnr_timer_index(tid_rnr_timeout_us(1, r)), 2);
+        assert_eq!(rnr_timer_index(tid_rnr_timeout_us(flow_wt(4096), r)), 0x0D);
+        assert_eq!(rnr_timer_index(tid_rnr_timeout_us(4, r)), 7);
+        assert_eq!(rnr_timer_index(0), 1);
+        assert_eq!(rnr_timer_index(491_520), 31);
+        assert_eq!(rnr_timer_index(491_521), 0, "beyond the table: the longest");
     }
 
     #[test]

@@ -6,15 +6,23 @@
 //! everything else (software copies a plain READ response into the
 //! READ's buffer through [`DestMemory`]). Every harness that plays a
 //! fabric receives READ responses through here.
+//!
+//! The TID WRITE responder's receive path is the same chip on the other
+//! node ([`receive_write_data`]): its expected receive places WRITE_DATA
+//! into the responder's scattered region pages and hands software only
+//! a segment's last packet, or a packet with an error.
 
 use hfi1_hal::FlowPsn;
+use hfi1_hal::lock_order::{LockToken, RLock};
 use hfi1_hal::sim::{ExpectedOutcome, ExpectedPacket, RcvError, SimContext, SimMemory};
 use qp_wait::SGuard;
 use tid_flow::{FlowPlatform, RcvCtxt};
 use tid_read_proto::qp::{self, TidQp};
 use tid_read_proto::rc::{EngineError, LocalMemory};
 use tid_read_proto::requester::{KdethError, RespVerdict};
-use tid_read_proto::wire::read_resp;
+use tid_read_proto::wire::{read_resp, write_data};
+use tid_read_proto::write::WriteRegions;
+use tid_read_proto::write::responder::DataVerdict;
 
 /// The requester node's memory as the place software copies eager data
 /// to (a plain READ response). Kernel: the kernel virtual addresses
@@ -89,5 +97,67 @@ where
         return (o, None);
     }
     let v = qp::receive_read_resp(rcd, qp, g, pkt.psn, pkt.hdr, o.error.map(kdeth_error));
+    (o, Some(v))
+}
+
+/// One WRITE_DATA as it arrives at the responder.
+#[derive(Debug, Clone, Copy)]
+pub struct ArrivingData<'a> {
+    /// BTH destination QP (the responder's `tid_flow_qp`).
+    pub dest_qp: u32,
+    /// BTH PSN: the flow PSN.
+    pub psn: FlowPsn,
+    /// The opcode is WRITE_DATA_LAST (the request's last packet).
+    pub last_of_request: bool,
+    /// The WRITE_DATA header.
+    pub hdr: &'a write_data::Repr,
+    /// The data.
+    pub payload: &'a [u8],
+}
+
+/// The responder's software chip receives a WRITE_DATA into `mem` (the
+/// region pages its RcvArray entries point at); if it delivers the packet
+/// without an error, the WRITE responder handles it. Returns the chip's
+/// outcome and, for a packet software handled, the responder's verdict.
+/// A packet delivered with an error is left to the caller (the responder's
+/// KDETH error path is not built yet).
+///
+/// The chip's state lives under `exp_lock`, reached here with the QP's
+/// `s_lock`; both are dropped before the responder runs, which takes
+/// them again (6.1 drops `r_lock` between the two as well).
+///
+/// # Locking
+///
+/// The QP's `r_lock` held (`r`); takes the QP's `s_lock` and `exp_lock`
+/// for the chip, then the responder's locks.
+pub fn receive_write_data<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    r: &mut LockToken<'_, RLock>,
+    mem: &mut SimMemory,
+    pkt: ArrivingData<'_>,
+    wmrs: &impl WriteRegions,
+) -> (ExpectedOutcome, Option<DataVerdict>)
+where
+    P: FlowPlatform<Chip = SimContext, Ext = TidQp<P>>,
+{
+    let o = {
+        let mut g = qp.s_lock.lock(r);
+        let (_, tok) = g.parts();
+        let mut e = rcd.exp_lock.lock(tok);
+        e.chip.receive_expected(
+            mem,
+            ExpectedPacket {
+                dest_qp: pkt.dest_qp,
+                psn: pkt.psn,
+                kdeth0: pkt.hdr.kdeth.kdeth0,
+                payload: pkt.payload,
+            },
+        )
+    };
+    if !o.delivered || o.error.is_some() {
+        return (o, None);
+    }
+    let v = qp::receive_write_data(rcd, qp, r, pkt.psn, pkt.last_of_request, wmrs);
     (o, Some(v))
 }

@@ -112,3 +112,4 @@ pub mod read_resp;
 pub mod requester;
 pub mod responder;
 pub mod wire;
+pub mod write;

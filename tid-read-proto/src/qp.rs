@@ -21,8 +21,11 @@
 //! | [`post_read`] | the QP's `s_lock` (guard) | `exp_lock` if the post errors the QP |
 //! | [`receive_read_resp`], [`receive_ack`], [`receive_read_response`], [`timeout`], [`rnr_timeout`], [`flush`] | the QP's `s_lock` (guard) | `exp_lock` |
 //! | [`receive_read_req`], [`receive_plain_read`], [`send_responses`] | the QP's `s_lock` (guard) | nothing |
+//! | [`receive_write_req`], [`receive_write_data`] | the QP's `r_lock` (its token) | the QP's `s_lock`, then `exp_lock` |
+//! | [`send_write_responses`], [`send_tid_ack`] | nothing (root token) | the QP's `s_lock` (then `exp_lock` for the first) |
+//! | [`write_responses_locked`], [`tid_ack_locked`], [`flush_write_responder`] | the QP's `s_lock` (guard) | `exp_lock` |
 
-use hfi1_hal::lock_order::{LockToken, Unlocked};
+use hfi1_hal::lock_order::{LockToken, RLock, Unlocked};
 use hfi1_hal::{FlowPsn, Psn};
 use qp_wait::{SGuard, SendState};
 use tid_flow::{FlowPlatform, QpFlowState, QpLocked, RcvCtxt};
@@ -31,7 +34,11 @@ use crate::plain_read::RespKind;
 use crate::rc::{Connection, EngineError, LocalMemory, MrTable, PacketSink, QpState, SourceData};
 use crate::requester::{AckVerdict, Env, KdethError, ReadWr, Requester, RespVerdict};
 use crate::responder::{ReqVerdict, Responder};
-use crate::wire::{aeth, read_req, read_resp, reth};
+use crate::wire::{aeth, read_req, read_resp, reth, write_req};
+use crate::write::WriteRegions;
+use crate::write::responder::{
+    self as wresp, DataVerdict, RecvPath, WriteReqVerdict, WriteResponder,
+};
 
 /// A QP's protocol state under its `s_lock`: the hardware-flow state
 /// `tid-flow` needs, the connection, the QP state both roles share, and
@@ -51,6 +58,9 @@ pub struct TidQp<P: FlowPlatform> {
     pub requester: Requester<P>,
     /// The responder side.
     pub responder: Responder,
+    /// The TID WRITE responder (its entries share `responder`'s ack
+    /// queue).
+    pub write_responder: WriteResponder<P>,
 }
 
 impl<P: FlowPlatform> core::fmt::Debug for TidQp<P> {
@@ -73,6 +83,7 @@ impl<P: FlowPlatform> TidQp<P> {
             conn,
             state: QpState::Rts,
             responder: Responder::new(psn),
+            write_responder: WriteResponder::new(),
         }
     }
 }
@@ -101,6 +112,8 @@ pub struct Parts<'a, 't, P: FlowPlatform> {
     pub requester: &'a mut Requester<P>,
     /// The responder side.
     pub responder: &'a mut Responder,
+    /// The TID WRITE responder.
+    pub write_responder: &'a mut WriteResponder<P>,
 }
 
 /// Lends the parts of a QP's `s_lock` guard.
@@ -116,6 +129,7 @@ where
         state,
         requester,
         responder,
+        write_responder,
     } = ext;
     Parts {
         locked: QpLocked { flags, flow, token },
@@ -123,6 +137,7 @@ where
         state,
         requester,
         responder,
+        write_responder,
     }
 }
 
@@ -402,4 +417,224 @@ where
         ..
     } = &mut g.ext;
     responder.send_responses(conn, *state, src, mrs, sink, budget)
+}
+
+// ---- The TID WRITE responder ----
+
+/// Runs `f` on the WRITE responder's view of a locked QP; if it moved the
+/// QP to the error state, the QP then leaves its TID wait.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); what `f` takes, then `exp_lock` through
+/// `qp-wait`.
+fn with_write_responder<P, T>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    f: impl FnOnce(&mut wresp::Env<'_, '_, P>) -> T,
+) -> T
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let (out, errored) = {
+        let p = parts(g);
+        let before = *p.state;
+        let mut env = wresp::Env {
+            rcd,
+            qp,
+            locked: p.locked,
+            conn: p.conn,
+            state: p.state,
+            rsp: p.responder,
+            w: p.write_responder,
+        };
+        let out = f(&mut env);
+        (out, before.receives() && !env.state.receives())
+    };
+    if errored {
+        qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
+    }
+    out
+}
+
+/// Receives a TID WRITE_REQ with IB PSN `psn`: validation, the ack-queue
+/// entry (or the revive of an RNR-NAKed one), and the first allocation,
+/// which may queue the QP and schedule an RNR NAK. The first leg
+/// ([`send_write_responses`]) must run afterwards if the responder
+/// [`Responder::has_work`]. Kernel: `hfi1_rc_rcv_tid_rdma_write_req()`.
+///
+/// # Locking
+///
+/// The QP's `r_lock` held (`r`, the receive path); takes the QP's
+/// `s_lock`, and `exp_lock` inside it through `tid-flow`.
+pub fn receive_write_req<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    r: &mut LockToken<'_, RLock>,
+    psn: Psn,
+    hdr: &write_req::Repr,
+    wmrs: &impl WriteRegions,
+) -> WriteReqVerdict
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let intr = RecvPath::held(r);
+    let mut g = qp.s_lock.lock(r);
+    with_write_responder(rcd, qp, &mut g, |env| {
+        env.receive_write_req(&intr, psn, hdr, wmrs)
+    })
+}
+
+/// Receives a WRITE_DATA or WRITE_DATA_LAST (`last_of_request`) that the
+/// chip delivered without an error: a segment's last packet releases its
+/// TIDs, allocates more and makes a TID ACK owed ([`send_tid_ack`]).
+/// Kernel: `hfi1_rc_rcv_tid_rdma_write_data()`.
+///
+/// # Locking
+///
+/// The QP's `r_lock` held (`r`); takes the QP's `s_lock`, and `exp_lock`
+/// inside it through `tid-flow`.
+pub fn receive_write_data<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    r: &mut LockToken<'_, RLock>,
+    psn: FlowPsn,
+    last_of_request: bool,
+    wmrs: &impl WriteRegions,
+) -> DataVerdict
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let intr = RecvPath::held(r);
+    let mut g = qp.s_lock.lock(r);
+    with_write_responder(rcd, qp, &mut g, |env| {
+        env.receive_write_data(&intr, psn, last_of_request, wmrs)
+    })
+}
+
+/// The responder's first leg with TID WRITE entries: takes the QP's
+/// `s_lock` and sends up to `budget` packets ([`write_responses_locked`]).
+/// Kernel: `hfi1_do_send()` → `make_rc_ack()`.
+///
+/// # Locking
+///
+/// Runs with no lock held (`root`); takes the QP's `s_lock`, and
+/// `exp_lock` inside it through `tid-flow`.
+///
+/// # Errors
+///
+/// As [`write_responses_locked`].
+#[allow(clippy::too_many_arguments)]
+pub fn send_write_responses<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    root: &mut LockToken<'_, Unlocked>,
+    src: &impl SourceData,
+    wmrs: &impl WriteRegions,
+    sink: &mut impl PacketSink,
+    budget: u32,
+) -> Result<bool, EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let mut g = qp.s_lock.lock(root);
+    write_responses_locked(rcd, qp, &mut g, src, wmrs, sink, budget)
+}
+
+/// Up to `budget` response packets in ack-queue order: READ responses,
+/// WRITE_RESPs (allocating first), and a scheduled RNR NAK at its segment
+/// boundary. Returns true if it may send more now. Kernel: `make_rc_ack()`,
+/// `hfi1_build_tid_rdma_write_resp()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` through `tid-flow`.
+///
+/// # Errors
+///
+/// A packet that could not be built.
+#[allow(clippy::too_many_arguments)]
+pub fn write_responses_locked<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    src: &impl SourceData,
+    wmrs: &impl WriteRegions,
+    sink: &mut impl PacketSink,
+    budget: u32,
+) -> Result<bool, EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    with_write_responder(rcd, qp, g, |env| {
+        wresp::respond(env, src, wmrs, sink, budget)
+    })
+}
+
+/// The second leg's TID ACK for the responder: takes the QP's `s_lock`
+/// and builds the owed ACK or NAK ([`tid_ack_locked`]).
+/// Kernel: `hfi1_do_tid_send()` → `make_tid_rdma_ack()`.
+///
+/// # Locking
+///
+/// Runs with no lock held (`root`); takes the QP's `s_lock`.
+///
+/// # Errors
+///
+/// As [`tid_ack_locked`].
+pub fn send_tid_ack<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    root: &mut LockToken<'_, Unlocked>,
+    sink: &mut impl PacketSink,
+) -> Result<bool, EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let mut g = qp.s_lock.lock(root);
+    tid_ack_locked(rcd, qp, &mut g, sink)
+}
+
+/// Builds the owed TID ACK (or TID NAK) into `sink`; false if none was
+/// owed. Kernel: `make_tid_rdma_ack()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`).
+///
+/// # Errors
+///
+/// A packet that could not be built.
+pub fn tid_ack_locked<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    sink: &mut impl PacketSink,
+) -> Result<bool, EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    with_write_responder(rcd, qp, g, |env| env.make_tid_ack(sink))
+}
+
+/// Gives back everything the WRITE responder holds (reset, destroy): the
+/// flow, every TID, mapping and flow record, every region reference of
+/// the ack queue, and any TID wait. Kernel: `hfi1_qp_kern_exp_rcv_clear_all()`
+/// (WRITE half), `hfi1_kern_clear_hw_flow()`, `hfi1_tid_rdma_flush_wait()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` through `tid-flow` and
+/// `qp-wait`.
+pub fn flush_write_responder<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    wmrs: &impl WriteRegions,
+) where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    with_write_responder(rcd, qp, g, |env| env.flush(wmrs));
+    qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
 }

@@ -190,6 +190,7 @@ impl Setup {
             rnr_retry: self.rnr_retry,
             timeout: self.timeout,
             tid_read_min: self.tid_read_min,
+            ..Connection::default()
         };
         let responder = Connection {
             verbs_qpn: sq,

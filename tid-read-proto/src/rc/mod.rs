@@ -95,13 +95,19 @@ pub struct Connection {
     /// every real QP. The fuzz world lowers it so that a few pages take
     /// both paths.
     pub tid_read_min: u32,
+    /// The responder allows remote writes (`IB_ACCESS_REMOTE_WRITE`).
+    pub remote_write: bool,
+    /// The port's egress rate, which scales the RNR wait a TID WRITE
+    /// responder asks for. Kernel: `active_egress_rate(ppd)`.
+    pub egress: hfi1_hal::rnr::EgressRate,
 }
 
 impl Default for Connection {
     /// A connection with the kernel's defaults: TID RDMA negotiated with
     /// default parameters on both sides, a 4 KiB MTU, 16 reads
     /// outstanding, retry and RNR counts 7, timeout 14, the 256 KiB TID
-    /// READ threshold, no remote reads, QP numbers and LIDs 0.
+    /// READ threshold, no remote reads or writes, a 100 Gb/s port, QP
+    /// numbers and LIDs 0.
     fn default() -> Self {
         Self {
             verbs_qpn: 0,
@@ -117,6 +123,8 @@ impl Default for Connection {
             rnr_retry: DEFAULT_RNR_RETRY,
             timeout: DEFAULT_TIMEOUT,
             tid_read_min: crate::qualify::MIN_LENGTH,
+            remote_write: false,
+            egress: hfi1_hal::rnr::EgressRate::OPA_100G,
         }
     }
 }

@@ -15,12 +15,9 @@
 pub const TIMEOUT_UNIT_NS: u64 = 4096;
 
 /// The RNR NAK timer values in microseconds, by the AETH's five-bit timer
-/// field. Kernel: `ib_rvt_rnr_table[]`.
-pub const RNR_TABLE_US: [u32; 32] = [
-    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840,
-    5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760,
-    327_680, 491_520,
-];
+/// field (the table lives in `hfi1_hal::rnr`, where the responder picks
+/// its index). Kernel: `ib_rvt_rnr_table[]`.
+pub use hfi1_hal::rnr::RNR_TABLE_US;
 
 /// The retry timer's duration for a QP `timeout` and a `shift` (0, or the
 /// OPFN `timeout_shift` for a TID READ_REQ): 4.096 us << `timeout` <<

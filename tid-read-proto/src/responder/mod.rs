@@ -95,7 +95,7 @@ use crate::wire::aeth::NakCode;
 /// ack queue may hold one.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[allow(clippy::large_enum_variant)]
-enum EntryKind {
+pub(crate) enum EntryKind {
     /// One segment of a TID READ: the requester's flow, and where its
     /// response stream stands.
     Tid {
@@ -107,30 +107,33 @@ enum EntryKind {
     },
     /// A plain RDMA READ.
     Plain,
+    /// A TID RDMA WRITE: its request state lives in the same slot of the
+    /// WRITE responder ([`crate::write::responder`]).
+    Write,
 }
 
 /// One ack-queue entry. Kernel: `struct rvt_ack_entry` with its
 /// `tid_rdma_request` (one flow).
 #[derive(Debug, Clone, Default)]
-struct AckEntry {
+pub(crate) struct AckEntry {
     /// `None` for a slot never used. Kernel: `e->opcode`.
-    kind: Option<EntryKind>,
+    pub(crate) kind: Option<EntryKind>,
     /// First and last IB PSN. Kernel: `e->psn`, `e->lpsn`.
-    psn: Psn,
-    lpsn: Psn,
+    pub(crate) psn: Psn,
+    pub(crate) lpsn: Psn,
     /// Where to read and how much (a plain READ: what is left of it after
     /// a duplicate asked for a suffix). Kernel: `e->rdma_sge`.
-    vaddr: u64,
-    len: u32,
+    pub(crate) vaddr: u64,
+    pub(crate) len: u32,
     /// Its last response was built. Kernel: `e->sent`.
-    sent: bool,
+    pub(crate) sent: bool,
     /// The region reference. Kernel: `e->rdma_sge.mr`.
-    mr: Option<u32>,
+    pub(crate) mr: Option<u32>,
 }
 
 /// Where the response engine stands. Kernel: `qp->s_ack_state`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-enum AckState {
+pub(crate) enum AckState {
     /// Between entries (`OP(ACKNOWLEDGE)`).
     #[default]
     Idle,
@@ -190,26 +193,26 @@ pub struct QueueFull {
 /// Part of [`crate::qp::TidQp`], under the QP's `s_lock`.
 pub struct Responder {
     /// The next IB PSN expected. Kernel: `qp->r_psn`.
-    expected_psn: Psn,
+    pub(crate) expected_psn: Psn,
     /// Message sequence number (24 bits). Kernel: `qp->r_msn`.
-    msn: u32,
+    pub(crate) msn: u32,
     /// The NAK of the current episode. Kernel: `qp->r_nak_state`.
-    nak_state: Option<NakCode>,
+    pub(crate) nak_state: Option<NakCode>,
     /// A NAK sent at once (no response was pending). Kernel: the direct
     /// send of `hfi1_send_rc_ack()`.
-    direct_nak: Option<(NakCode, Psn)>,
+    pub(crate) direct_nak: Option<(NakCode, Psn)>,
     /// A NAK the send engine sends once no response is left. Kernel:
     /// `RVT_S_ACK_PENDING` with `s_nak_state`, `s_ack_psn`.
-    queued_nak: Option<(NakCode, Psn)>,
-    ack: [AckEntry; ACK_QUEUE_SIZE],
+    pub(crate) queued_nak: Option<(NakCode, Psn)>,
+    pub(crate) ack: [AckEntry; ACK_QUEUE_SIZE],
     /// Next entry to fill. Kernel: `r_head_ack_queue`.
-    head: usize,
+    pub(crate) head: usize,
     /// Next entry to send. Kernel: `s_tail_ack_queue`.
-    tail: usize,
+    pub(crate) tail: usize,
     /// Oldest entry not acknowledged (equal to `tail` without TID WRITE).
     /// Kernel: `s_acked_ack_queue`.
-    acked: usize,
-    state: AckState,
+    pub(crate) acked: usize,
+    pub(crate) state: AckState,
     last_queue_full: Option<QueueFull>,
     /// What happened so far.
     pub stats: RespStats,
@@ -249,6 +252,10 @@ impl core::fmt::Debug for Responder {
                 }
                 Some(EntryKind::Plain) => {
                     write!(f, " | {i}: P {:#x}..={:#x}", e.psn.get(), e.lpsn.get())?;
+                    ""
+                }
+                Some(EntryKind::Write) => {
+                    write!(f, " | {i}: W {:#x}..={:#x}", e.psn.get(), e.lpsn.get())?;
                     ""
                 }
             };
@@ -293,7 +300,7 @@ impl Responder {
     }
 
     /// True if responses wait to be sent. Kernel: `RVT_S_RESP_PENDING`.
-    fn responses_pending(&self) -> bool {
+    pub(crate) fn responses_pending(&self) -> bool {
         self.tail != self.head || self.state != AckState::Idle
     }
 
@@ -318,7 +325,7 @@ impl Responder {
 
     /// Releases every region reference and forgets the responses still to
     /// be sent (the error state). Kernel: `rvt_clear_mr_refs()`.
-    fn release_refs(&mut self, mrs: &impl MrTable) {
+    pub(crate) fn release_refs(&mut self, mrs: &impl MrTable) {
         for e in &mut self.ack {
             if let Some(mr) = e.mr.take() {
                 mrs.put(mr);
@@ -330,11 +337,11 @@ impl Responder {
         self.queued_nak = None;
     }
 
-    fn next(i: usize) -> usize {
+    pub(crate) fn next(i: usize) -> usize {
         (i + 1) % ACK_QUEUE_SIZE
     }
 
-    fn prev(i: usize) -> usize {
+    pub(crate) fn prev(i: usize) -> usize {
         (i + ACK_QUEUE_SIZE - 1) % ACK_QUEUE_SIZE
     }
 
@@ -342,7 +349,7 @@ impl Responder {
     /// queue is full) if it is the pointer's `at` and its entry is not
     /// sent. Kernel: the `next == s_tail_ack_queue` (or
     /// `s_acked_ack_queue`) test.
-    fn room(&self, at: usize) -> Result<usize, QueueFull> {
+    pub(crate) fn room(&self, at: usize) -> Result<usize, QueueFull> {
         let next = Self::next(self.head);
         if next == at && self.ack.get(next).is_some_and(|e| !e.sent) {
             let blocker = self.ack.get(next).map_or(Psn::new(0), |e| e.psn);
@@ -357,18 +364,25 @@ impl Responder {
     /// Takes the slot at the head for a new entry (room was checked): a
     /// sent entry in the slot after it is passed over first.
     /// Kernel: `update_ack_queue()` and `release_rdma_sge_mr()`.
-    fn take_head(&mut self, at: usize, mrs: &impl MrTable) -> usize {
+    pub(crate) fn take_head(&mut self, at: usize, mrs: &impl MrTable) -> usize {
+        let h = self.pass_over(at);
+        if let Some(old) = self.ack.get_mut(h).and_then(|e| e.mr.take()) {
+            mrs.put(old);
+        }
+        h
+    }
+
+    /// Passes over a sent entry in the slot after the head if it is the
+    /// pointer's `at` (room was checked); returns the head. Kernel:
+    /// `update_ack_queue()`.
+    pub(crate) fn pass_over(&mut self, at: usize) -> usize {
         let next = Self::next(self.head);
         if next == at {
             self.tail = Self::next(next);
             self.acked = self.tail;
             self.state = AckState::Idle;
         }
-        let h = self.head;
-        if let Some(old) = self.ack.get_mut(h).and_then(|e| e.mr.take()) {
-            mrs.put(old);
-        }
-        h
+        self.head
     }
 
     /// Finds the entry a duplicate with `psn` repeats, walking back from
@@ -414,7 +428,7 @@ impl Responder {
     /// A PSN NAK for a request ahead of `r_psn`, once per episode.
     /// Kernel: the `diff > 0` branch of `tid_rdma_rcv_error()` /
     /// `rc_rcv_error()`.
-    fn psn_nak(&mut self, st: QpState) -> Option<NakCode> {
+    pub(crate) fn psn_nak(&mut self, st: QpState) -> Option<NakCode> {
         if self.nak_state.is_some() {
             return None;
         }
@@ -425,7 +439,12 @@ impl Responder {
 
     /// The QP goes to the error state with NAK `code` (`rvt_rc_error()`):
     /// every region reference is dropped and the NAK deferred.
-    fn rc_error(&mut self, code: NakCode, st: &mut QpState, mrs: &impl MrTable) -> Option<NakCode> {
+    pub(crate) fn rc_error(
+        &mut self,
+        code: NakCode,
+        st: &mut QpState,
+        mrs: &impl MrTable,
+    ) -> Option<NakCode> {
         *st = QpState::Error;
         self.nak_state = Some(code);
         self.defer_nak(code, *st);
@@ -437,7 +456,7 @@ impl Responder {
     /// pending; else handed to the send engine, unless the QP is in the
     /// error state, where it is dropped. Kernel: `rc_defered_ack()` →
     /// `hfi1_send_rc_ack()` → `hfi1_queue_rc_ack()`.
-    fn defer_nak(&mut self, code: NakCode, st: QpState) {
+    pub(crate) fn defer_nak(&mut self, code: NakCode, st: QpState) {
         let nak = (code, self.expected_psn);
         if !self.responses_pending() {
             self.direct_nak = Some(nak);
@@ -450,7 +469,7 @@ impl Responder {
 
     /// A packet reached a QP in the error state: dropped, and any region
     /// reference still held is released.
-    fn drop_in_error(&mut self, mrs: &impl MrTable) {
+    pub(crate) fn drop_in_error(&mut self, mrs: &impl MrTable) {
         self.stats.dropped_in_error += 1;
         if self.mr_refs() > 0 {
             self.release_refs(mrs);

@@ -105,6 +105,11 @@ impl Responder {
                 let Some(e) = self.ack.get(self.tail) else {
                     return Ok(Turn::Done);
                 };
+                if e.kind == Some(EntryKind::Write) {
+                    // The WRITE responder answers it
+                    // (`crate::write::responder`).
+                    return Ok(Turn::Done);
+                }
                 if e.len > 0 && e.mr.is_none() {
                     // Sent before and not asked for again: stop until the
                     // requester asks.

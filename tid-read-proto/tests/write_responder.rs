@@ -1,0 +1,579 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The TID RDMA WRITE responder, driven with WRITE_REQs and WRITE_DATA
+//! built by the wire builders (the requester's side played here): the
+//! WRITE_RESP, TID ACK and RC NAK bytes it sends, the bytes its chip
+//! places in its scattered region pages, and nothing left held (TIDs,
+//! flows, queue places, QP references, region references, DMA mappings,
+//! flow records).
+
+use std::cell::Cell;
+
+use hfi1_hal::consts::{OP_TID_RDMA_ACK, OP_TID_RDMA_WRITE_DATA_LAST, OP_TID_RDMA_WRITE_RESP};
+use hfi1_hal::lock_order::{Lock, LockToken, RLock};
+use hfi1_hal::sim::SimMemory;
+use hfi1_hal::{FlowPsn, Psn, TidEntry};
+use qp_wait::{QueueKind, WaitPlatform};
+use tid_flow::{RcvCtxt, Sge};
+use tid_harness::chip::{self, ArrivingData};
+use tid_harness::doubles::{self, Outbox, PageAllocator, Regions, fill_pattern};
+use tid_harness::platform::{SoftPlatform, SoftQp, new_ctxt, new_qp};
+use tid_read_proto::opfn::TidParams;
+use tid_read_proto::packet::Path;
+use tid_read_proto::qp;
+use tid_read_proto::rc::{Connection, MrTable, QpState};
+use tid_read_proto::wire::aeth::NakCode;
+use tid_read_proto::wire::write_data::{DataBuilder, DataFlow};
+use tid_read_proto::wire::{frame, tid_ack, write_req, write_resp};
+use tid_read_proto::write::WriteRegions;
+use tid_read_proto::write::responder::{DataVerdict, RnrNakState, WriteReqVerdict};
+
+const SEG: u32 = 256 << 10;
+const BASE: u64 = 0x4000_0000;
+const RKEY: u32 = 0x99;
+/// The requester's KDETH QPN and verbs QPN, the responder's.
+const REQ_KDETH: u32 = 0x80_0001;
+const REQ_VQP: u32 = 0x100;
+const RESP_KDETH: u32 = 0x80_0002;
+const RESP_VQP: u32 = 0x400;
+const JKEY: u16 = 32;
+
+type RLockOf = Lock<RLock, <SoftPlatform as WaitPlatform>::Lock, ()>;
+
+/// One remote-writable region backed by scattered pages.
+struct WRegion {
+    base: u64,
+    len: u64,
+    rkey: u32,
+    pages: Vec<Sge>,
+    refs: Cell<u64>,
+}
+
+/// The responder's regions for writes; refuses every remote read.
+#[derive(Default)]
+struct WRegions {
+    r: Vec<WRegion>,
+    misuses: Cell<u64>,
+}
+
+impl WRegions {
+    fn refs(&self) -> u64 {
+        self.r.iter().map(|r| r.refs.get()).sum()
+    }
+}
+
+impl MrTable for WRegions {
+    fn get(&self, _: u64, _: u32, _: u32) -> Option<u32> {
+        None
+    }
+
+    fn put(&self, mr: u32) {
+        match self.r.get(mr as usize) {
+            Some(r) if r.refs.get() > 0 => r.refs.set(r.refs.get() - 1),
+            _ => self.misuses.set(self.misuses.get() + 1),
+        }
+    }
+}
+
+impl WriteRegions for WRegions {
+    fn get_write(&self, vaddr: u64, len: u32, rkey: u32) -> Option<u32> {
+        let (i, r) = self.r.iter().enumerate().find(|(_, r)| {
+            r.rkey == rkey && vaddr >= r.base && vaddr + u64::from(len) <= r.base + r.len
+        })?;
+        r.refs.set(r.refs.get() + 1);
+        u32::try_from(i).ok()
+    }
+
+    fn write_pages(&self, mr: u32, vaddr: u64) -> Option<(&[Sge], u64)> {
+        let r = self.r.get(mr as usize)?;
+        (vaddr >= r.base && vaddr < r.base + r.len).then(|| (&r.pages[..], vaddr - r.base))
+    }
+}
+
+/// A responder node: one QP, its context, its memory and region, its
+/// `r_lock`.
+struct Node {
+    rcd: Box<RcvCtxt<SoftPlatform>>,
+    qp: SoftQp,
+    r_lock: RLockOf,
+    mem: SimMemory,
+    wmrs: WRegions,
+    out: Outbox,
+    psn: u32,
+}
+
+impl Node {
+    /// `groups` TID groups, a region of `region_pages` scattered pages.
+    fn new(groups: usize, region_pages: u64) -> Self {
+        let local = TidParams {
+            qp: RESP_KDETH,
+            ..TidParams::local(2, JKEY, 14, false)
+        };
+        let remote = TidParams {
+            qp: REQ_KDETH,
+            ..TidParams::local(1, JKEY, 14, false)
+        };
+        let conn = Connection {
+            verbs_qpn: RESP_VQP,
+            remote_verbs_qpn: REQ_VQP,
+            local,
+            remote,
+            pmtu: 4096,
+            path: Path { dlid: 1, slid: 2 },
+            remote_write: true,
+            ..Connection::default()
+        };
+        let rcd = new_ctxt(2, groups, 4, 7).unwrap();
+        let qp = new_qp(RESP_VQP, 0, 0, conn, Psn::new(100));
+        let mut mem = SimMemory::new();
+        let pages = PageAllocator::new(0x1000).scattered(region_pages);
+        doubles::map(&mut mem, &pages);
+        let wmrs = WRegions {
+            r: vec![WRegion {
+                base: BASE,
+                len: region_pages * 4096,
+                rkey: RKEY,
+                pages,
+                refs: Cell::new(0),
+            }],
+            misuses: Cell::new(0),
+        };
+        Self {
+            rcd,
+            qp,
+            r_lock: Lock::new(()),
+            mem,
+            wmrs,
+            out: Outbox::new(),
+            psn: 100,
+        }
+    }
+
+    /// Delivers a WRITE_REQ for `len` bytes at `vaddr` with PSN `psn`.
+    fn write_req(&mut self, psn: u32, vaddr: u64, len: u32, rkey: u32) -> WriteReqVerdict {
+        let hdr = write_req::build(&write_req::WriteReqFields {
+            remote_qp: RESP_KDETH,
+            remote_jkey: JKEY,
+            remote_verbs_qp: RESP_VQP,
+            remote_addr: vaddr,
+            rkey,
+            wqe_length: len,
+            remaining: len,
+            psn: Psn::new(psn),
+        })
+        .header;
+        let mut root = LockToken::root();
+        let mut r = self.r_lock.lock(&mut root);
+        qp::receive_write_req(
+            &self.rcd,
+            &self.qp,
+            r.token(),
+            Psn::new(psn),
+            &hdr,
+            &self.wmrs,
+        )
+    }
+
+    /// Runs the first leg; returns the packets it sent.
+    fn respond(&mut self) -> Vec<Vec<u8>> {
+        let mut root = LockToken::root();
+        let src = Regions::new();
+        qp::send_write_responses(
+            &self.rcd,
+            &self.qp,
+            &mut root,
+            &src,
+            &self.wmrs,
+            &mut self.out,
+            64,
+        )
+        .unwrap();
+        self.out.drain().collect()
+    }
+
+    /// Runs the second leg's TID ACK; the packet if one was owed.
+    fn tid_ack(&mut self) -> Option<Vec<u8>> {
+        let mut root = LockToken::root();
+        let sent = qp::send_tid_ack(&self.rcd, &self.qp, &mut root, &mut self.out).unwrap();
+        let p = self.out.pop();
+        assert_eq!(sent, p.is_some());
+        p
+    }
+
+    /// Sends segment `k` of a write of `total` bytes from `remote` (the
+    /// requester's source: the pattern at the remote address) through the
+    /// chip, as the requester's second leg would after `resp`. Returns
+    /// the verdicts software gave.
+    fn send_segment(&mut self, resp: &Resp, k: u32, total: u32, remote: u64) -> Vec<DataVerdict> {
+        let off = k * SEG;
+        let flow = DataFlow {
+            entries: &resp.entries,
+            length: SEG.min(total - off),
+            pmtu: 4096,
+            spsn: resp.hdr.flow_psn.seq(),
+            generation: resp.hdr.flow_psn.generation(),
+            tid_qpn: resp.hdr.tid_flow_qp,
+            jkey: JKEY,
+            urg: false,
+            verbs_qp: RESP_VQP,
+            last_segment: off + SEG >= total,
+        };
+        let mut verdicts = Vec::new();
+        for p in DataBuilder::new(&flow) {
+            let p = p.unwrap();
+            let mut payload = vec![0u8; p.len as usize];
+            fill_pattern(remote + u64::from(off + p.data_offset), &mut payload);
+            let mut root = LockToken::root();
+            let mut r = self.r_lock.lock(&mut root);
+            let (o, v) = chip::receive_write_data(
+                &self.rcd,
+                &self.qp,
+                r.token(),
+                &mut self.mem,
+                ArrivingData {
+                    dest_qp: p.bth.dest_qp,
+                    psn: FlowPsn::from_raw(p.bth.psn.get()),
+                    last_of_request: p.bth.opcode == OP_TID_RDMA_WRITE_DATA_LAST,
+                    hdr: &p.header,
+                    payload: &payload,
+                },
+                &self.wmrs,
+            );
+            assert!(o.placed && o.error.is_none(), "{o:?}");
+            // Header suppression: only the segment's last packet reaches
+            // software.
+            assert_eq!(o.delivered, p.last);
+            verdicts.extend(v);
+        }
+        verdicts
+    }
+
+    fn state(&self) -> QpState {
+        self.qp.s_lock.lock(&mut LockToken::root()).ext.state
+    }
+
+    /// What is held now: (name, count), all zero when nothing leaks.
+    fn leaks(&self) -> Vec<(&'static str, u64)> {
+        let mut root = LockToken::root();
+        let mut g = self.qp.s_lock.lock(&mut root);
+        let waiting = u64::from(g.waiting());
+        let (_, tok) = g.parts();
+        let e = self.rcd.exp_lock.lock(tok);
+        let v = vec![
+            ("tid_entries", u64::from(e.groups.entries_in_use())),
+            ("flows", u64::from(e.flows.mask().count_ones())),
+            (
+                "queued",
+                (e.waiters.len(QueueKind::Flow) + e.waiters.len(QueueKind::RcvArray)) as u64,
+            ),
+            ("waiting", waiting),
+            ("dma", self.rcd.dma.live_mappings() as u64),
+            ("qp_refs", self.qp.live_refs() as u64 - 1),
+            ("mr_refs", self.wmrs.refs()),
+            ("mr_misuses", self.wmrs.misuses.get()),
+        ];
+        v
+    }
+
+    /// Flushes the QP's WRITE responder; then nothing may be held, flow
+    /// records included.
+    fn flush_and_check(&mut self) {
+        {
+            let mut root = LockToken::root();
+            let mut g = self.qp.s_lock.lock(&mut root);
+            qp::flush_write_responder(&self.rcd, &self.qp, &mut g, &self.wmrs);
+        }
+        let mut l = self.leaks();
+        l.push(("flow_records", self.rcd.mem.live_allocations() as u64));
+        assert!(l.iter().all(|&(_, n)| n == 0), "{l:?}");
+    }
+
+    fn with_w<T>(&self, f: impl FnOnce(&qp::TidQp<SoftPlatform>) -> T) -> T {
+        let mut root = LockToken::root();
+        let g = self.qp.s_lock.lock(&mut root);
+        f(&g.ext)
+    }
+}
+
+/// A parsed WRITE_RESP.
+#[derive(Debug)]
+struct Resp {
+    psn: Psn,
+    dest_qp: u32,
+    hdr: write_resp::Repr,
+    entries: Vec<TidEntry>,
+}
+
+fn parse_resp(bytes: &[u8]) -> Resp {
+    let f = frame::parse(bytes).unwrap();
+    assert_eq!(f.bth.opcode, OP_TID_RDMA_WRITE_RESP);
+    assert!(!f.bth.ack_req);
+    let p = write_resp::Packet::new_checked(f.body).unwrap();
+    Resp {
+        psn: f.bth.psn,
+        dest_qp: f.bth.dest_qp,
+        hdr: write_resp::Repr::parse(&p).unwrap(),
+        entries: p.tid_entries().iter().collect(),
+    }
+}
+
+/// An RC ACKNOWLEDGE: (PSN, AETH syndrome, MSN).
+fn parse_rc_ack(bytes: &[u8]) -> (Psn, u8, u32) {
+    let f = frame::parse(bytes).unwrap();
+    assert_eq!(f.bth.opcode, 0x11, "RC ACKNOWLEDGE");
+    assert_eq!(f.bth.dest_qp, REQ_VQP);
+    let w = u32::from_be_bytes(f.body[..4].try_into().unwrap());
+    (f.bth.psn, (w >> 24) as u8, w & 0xFF_FFFF)
+}
+
+/// A TID ACK: (BTH PSN, header).
+fn parse_tid_ack(bytes: &[u8]) -> (Psn, tid_ack::Repr) {
+    let f = frame::parse(bytes).unwrap();
+    assert_eq!(f.bth.opcode, OP_TID_RDMA_ACK);
+    assert_eq!(f.bth.dest_qp, REQ_KDETH);
+    let p = tid_ack::Packet::new_checked(f.body).unwrap();
+    (f.bth.psn, tid_ack::Repr::parse(&p).unwrap())
+}
+
+/// The bytes of the region from `off` for `len` are the pattern of the
+/// remote addresses they were written from.
+fn check_placed(n: &Node, off: u64, len: u64) {
+    let pages = &n.wmrs.r[0].pages;
+    let first = (off / 4096) as usize;
+    let count = (len / 4096) as usize;
+    let c = doubles::check_data(&n.mem, &pages[first..first + count], BASE + off);
+    assert_eq!((c.verified, c.mismatched), (len, 0), "{c:?}");
+}
+
+/// A 1 MiB TID WRITE (four 256 KiB segments) into 256 scattered pages:
+/// one WRITE_RESP per segment with the programmed TID entries and the
+/// segment's flow, the chip places every WRITE_DATA byte for byte into
+/// the scattered pages and hands software only each segment's last
+/// packet, one TID ACK per segment names it, and the entry completes
+/// with every TID, the flow and the region reference given back.
+/// Kernel: `hfi1_rc_rcv_tid_rdma_write_req()`,
+/// `hfi1_build_tid_rdma_write_resp()`, `hfi1_rc_rcv_tid_rdma_write_data()`,
+/// `make_tid_rdma_ack()`.
+#[test]
+fn write_data_is_placed_byte_for_byte_in_scattered_pages() {
+    let mut n = Node::new(64, 256);
+    let total = 4 * SEG;
+    assert_eq!(
+        n.write_req(n.psn, BASE, total, RKEY),
+        WriteReqVerdict::Accepted
+    );
+    assert_eq!(n.wmrs.refs(), 1);
+    let resps: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    assert_eq!(resps.len(), 4);
+    let mut gens = Vec::new();
+    for (k, r) in resps.iter().enumerate() {
+        assert_eq!(r.psn, Psn::new(100 + k as u32), "one IB PSN per segment");
+        assert_eq!(r.dest_qp, REQ_KDETH);
+        assert_eq!(r.hdr.verbs_qp, REQ_VQP);
+        assert_eq!(r.hdr.tid_flow_qp & !0xF8FF, RESP_KDETH & !0xF8FF);
+        assert_eq!(r.hdr.tid_flow_qp & 0xFF, 2, "the receive context");
+        // 64 scattered pages, each its own buffer.
+        assert_eq!(r.entries.iter().map(|e| e.len()).sum::<u32>(), 64);
+        assert_eq!(r.hdr.flow_psn.seq(), 64 * k as u32, "consecutive sequences");
+        gens.push(r.hdr.flow_psn.generation());
+    }
+    assert!(gens.windows(2).all(|w| w[0] == w[1]), "one generation");
+    assert_eq!(n.with_w(|t| t.responder.expected_psn()), Psn::new(104));
+    for (k, r) in resps.iter().enumerate() {
+        let v = n.send_segment(r, k as u32, total, BASE);
+        let want = if k == 3 {
+            DataVerdict::RequestDone
+        } else {
+            DataVerdict::SegmentDone
+        };
+        assert_eq!(v, [want]);
+        let (psn, a) = parse_tid_ack(&n.tid_ack().expect("a TID ACK per segment"));
+        assert_eq!(psn.get(), FlowPsn::new(gens[k], 64 * k as u32 + 63).raw());
+        assert_eq!(a.verbs_psn, r.psn, "names the segment's WRITE_RESP");
+        assert_eq!(a.tid_flow_qp, r.hdr.tid_flow_qp);
+        assert!(!a.aeth.is_nak());
+        assert_eq!(a.aeth.msn, 1);
+        assert!(n.tid_ack().is_none(), "nothing more owed");
+    }
+    check_placed(&n, 0, u64::from(total));
+    let s = n.with_w(|t| t.write_responder.stats);
+    assert_eq!((s.write_resps, s.segments_received, s.tid_acks), (4, 4, 4));
+    assert_eq!(s.requests_received, 1);
+    // Complete: TIDs, flow and region reference are back before any flush.
+    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
+    assert!(n.respond().is_empty());
+    n.flush_and_check();
+}
+
+/// Never more than the responder's `max_write` (4) segments allocated per
+/// QP, across requests: two 1 MiB WRITEs (four segments each) with TIDs
+/// to spare get four WRITE_RESPs, all for the first; each of its
+/// segments' data lets one segment of the second be allocated and
+/// granted. Kernel: the `alloc_w_segs >= local->max_write` stop of
+/// `hfi1_tid_write_alloc_resources()`.
+///
+/// Fails with that stop taken out (checked): all eight segments are
+/// allocated at once (a request alone is also held to four by its
+/// `n_flows`, so one request could not show it).
+#[test]
+fn at_most_four_segments_are_allocated_per_qp() {
+    let mut n = Node::new(256, 512);
+    let one = 4 * SEG;
+    assert_eq!(n.write_req(100, BASE, one, RKEY), WriteReqVerdict::Accepted);
+    let b = BASE + u64::from(one);
+    assert_eq!(n.write_req(104, b, one, RKEY), WriteReqVerdict::Accepted);
+    assert_eq!(n.with_w(|t| t.write_responder.alloc_w_segs()), 4);
+    let mut resps: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    assert_eq!(resps.len(), 4, "four segments granted");
+    assert_eq!(n.with_w(|t| t.write_responder.pending_tid_w_segs()), 4);
+    for k in 0..8u32 {
+        let r = resps.remove(0);
+        assert_eq!(r.psn, Psn::new(100 + k));
+        let remote = if k < 4 { BASE } else { b };
+        n.send_segment(&r, k % 4, one, remote);
+        assert!(n.tid_ack().is_some());
+        let more: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+        let want = usize::from(k < 4);
+        assert_eq!(more.len(), want, "one more after segment {k}");
+        resps.extend(more);
+        assert!(n.with_w(|t| t.write_responder.alloc_w_segs()) <= 4);
+    }
+    check_placed(&n, 0, 2 * u64::from(one));
+    let s = n.with_w(|t| t.write_responder.stats);
+    assert_eq!(s.requests_received, 2);
+    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
+    n.flush_and_check();
+}
+
+/// The responder's TIDs run out: room for one scattered segment (8 groups,
+/// 64 entries). A 512 KiB WRITE gets its first segment; the second has to
+/// wait, so the QP is queued on the RcvArray queue and an RNR NAK is
+/// scheduled for the second segment's PSN, with the timer index of one
+/// segment ahead (20 µs at 100 Gb/s: index 2). The first leg sends the
+/// first WRITE_RESP, then the NAK at that segment boundary. When the first
+/// segment's data arrives its TIDs come back, the QP is woken and gets
+/// them, but sends nothing until the requester resends the WRITE_REQ from
+/// the NAKed PSN; that resend revives the same entry (no new message
+/// sequence number, one region reference) and the second WRITE_RESP
+/// follows. Kernel: `hfi1_tid_write_alloc_resources()`, `send_rnr_nak`,
+/// `hfi1_compute_tid_rnr_timeout()`, the revive in
+/// `hfi1_rc_rcv_tid_rdma_write_req()`, `make_rc_ack()`'s RNR branch.
+///
+/// Fails with the RNR decision taken out of the receive path (checked):
+/// no NAK is scheduled, so the requester would never learn to retry.
+#[test]
+fn rnr_nak_then_success_when_tids_free() {
+    let mut n = Node::new(8, 128);
+    let total = 2 * SEG;
+    assert_eq!(
+        n.write_req(100, BASE, total, RKEY),
+        WriteReqVerdict::Accepted
+    );
+    let (st, waiting, expected) = n.with_w(|t| {
+        (
+            t.write_responder.rnr_nak_state(),
+            t.write_responder.alloc_w_segs(),
+            t.responder.expected_psn(),
+        )
+    });
+    assert_eq!(st, RnrNakState::Send);
+    assert_eq!(waiting, 1, "the first segment only");
+    assert_eq!(
+        expected,
+        Psn::new(101),
+        "r_psn pulled back to the NAKed segment"
+    );
+    assert_eq!(n.leaks().iter().find(|l| l.0 == "queued").unwrap().1, 1);
+    let out = n.respond();
+    assert_eq!(out.len(), 2, "WRITE_RESP, then the RNR NAK");
+    let r0 = parse_resp(&out[0]);
+    assert_eq!(r0.psn, Psn::new(100));
+    let (psn, syndrome, msn) = parse_rc_ack(&out[1]);
+    assert_eq!(psn, Psn::new(101));
+    assert_eq!(syndrome, 0x20 | 2, "RNR NAK, timer index 2 (20 µs)");
+    assert_eq!(msn, 1);
+    assert_eq!(
+        n.with_w(|t| t.write_responder.rnr_nak_state()),
+        RnrNakState::Sent
+    );
+    assert!(n.respond().is_empty(), "nothing before the resend");
+
+    // The first segment's data: its TIDs come back and the QP, woken,
+    // takes them for the second segment, but sends nothing yet.
+    assert_eq!(
+        n.send_segment(&r0, 0, total, BASE),
+        [DataVerdict::SegmentDone]
+    );
+    let (_, a) = parse_tid_ack(&n.tid_ack().unwrap());
+    assert_eq!(a.verbs_psn, Psn::new(100));
+    assert_eq!(n.leaks().iter().find(|l| l.0 == "queued").unwrap().1, 0);
+    assert_eq!(n.with_w(|t| t.write_responder.alloc_w_segs()), 1);
+    // The wake-up scheduled the QP's first leg (its reference travels
+    // with the work item); running it sends nothing yet.
+    let woken = n.rcd.sched.pop_send().expect("the first leg scheduled");
+    assert!(std::ptr::eq(&*woken, &*n.qp));
+    drop(woken);
+    assert!(n.respond().is_empty(), "still waiting for the resend");
+
+    // The requester's RNR timer fired: the WRITE_REQ again, from PSN 101,
+    // for what is left.
+    assert_eq!(
+        n.write_req(101, BASE + u64::from(SEG), SEG, RKEY),
+        WriteReqVerdict::Revived
+    );
+    assert_eq!(n.wmrs.refs(), 1, "the same entry, one region reference");
+    assert_eq!(n.with_w(|t| t.responder.msn()), 1, "no new message");
+    let out = n.respond();
+    assert_eq!(out.len(), 1);
+    let r1 = parse_resp(&out[0]);
+    assert_eq!(r1.psn, Psn::new(101));
+    assert_eq!(
+        n.send_segment(&r1, 1, total, BASE),
+        [DataVerdict::RequestDone]
+    );
+    let (_, a) = parse_tid_ack(&n.tid_ack().unwrap());
+    assert_eq!(a.verbs_psn, Psn::new(101));
+    check_placed(&n, 0, u64::from(total));
+    let s = n.with_w(|t| t.write_responder.stats);
+    assert_eq!((s.rnr_scheduled, s.rnr_sent, s.revived), (1, 1, 1));
+    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
+    n.flush_and_check();
+}
+
+/// A WRITE_REQ whose R_Key does not allow the write: the QP errors, a
+/// remote access NAK goes out with the request's PSN, no region reference
+/// is kept and no TID is programmed. (6.1 errors the QP without sending
+/// the NAK; see the WRITE responder's module doc.) Kernel: the
+/// `rvt_rkey_ok()` check of `hfi1_rc_rcv_tid_rdma_write_req()`.
+///
+/// Fails with 6.1's rule put back (the QP errored, no NAK queued;
+/// checked): the refusal carries no NAK.
+#[test]
+fn bad_rkey_write_req_is_naked_as_a_remote_access_error() {
+    let mut n = Node::new(16, 64);
+    assert_eq!(
+        n.write_req(100, BASE, SEG, RKEY + 1),
+        WriteReqVerdict::Refused(Some(NakCode::RemoteAccessError))
+    );
+    assert_eq!(n.state(), QpState::Error);
+    let out = n.respond();
+    assert_eq!(out.len(), 1);
+    let (psn, syndrome, _) = parse_rc_ack(&out[0]);
+    assert_eq!(psn, Psn::new(100));
+    assert_eq!(syndrome, NakCode::RemoteAccessError.syndrome());
+    // Outside the region, a length that is not a page multiple, a QP
+    // without remote write: refused the same way, never a panic.
+    let mut m = Node::new(16, 64);
+    assert_eq!(
+        m.write_req(100, BASE + 63 * 4096, 2 * 4096, RKEY),
+        WriteReqVerdict::Refused(Some(NakCode::RemoteAccessError))
+    );
+    let mut m = Node::new(16, 64);
+    assert_eq!(
+        m.write_req(100, BASE, 4096 + 1, RKEY),
+        WriteReqVerdict::Refused(Some(NakCode::InvalidRequest))
+    );
+    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
+    assert!(m.leaks().iter().all(|&(_, c)| c == 0), "{:?}", m.leaks());
+    n.flush_and_check();
+    m.flush_and_check();
+}
