@@ -45,6 +45,26 @@ pub fn kdeth_error(e: RcvError) -> KdethError {
     }
 }
 
+/// The chip's expected receive of one packet into `mem`, under
+/// `exp_lock` (where the software chip's state lives; a real chip takes no
+/// lock).
+///
+/// # Locking
+///
+/// A QP's `s_lock` held (`g`); takes `exp_lock`.
+fn chip_receive<P>(
+    rcd: &RcvCtxt<P>,
+    g: &mut SGuard<'_, P>,
+    mem: &mut SimMemory,
+    pkt: ExpectedPacket<'_>,
+) -> ExpectedOutcome
+where
+    P: FlowPlatform<Chip = SimContext, Ext = TidQp<P>>,
+{
+    let (_, tok) = g.parts();
+    rcd.exp_lock.lock(tok).chip.receive_expected(mem, pkt)
+}
+
 /// One READ_RESP as it arrives: BTH destination QP and flow PSN, the
 /// header after the BTH, the payload.
 #[derive(Debug, Clone, Copy)]
@@ -80,19 +100,17 @@ pub fn receive_read_resp<P>(
 where
     P: FlowPlatform<Chip = SimContext, Ext = TidQp<P>>,
 {
-    let o = {
-        let (_, tok) = g.parts();
-        let mut e = rcd.exp_lock.lock(tok);
-        e.chip.receive_expected(
-            mem,
-            ExpectedPacket {
-                dest_qp: pkt.dest_qp,
-                psn: pkt.psn,
-                kdeth0: pkt.hdr.kdeth.kdeth0,
-                payload: pkt.payload,
-            },
-        )
-    };
+    let o = chip_receive(
+        rcd,
+        g,
+        mem,
+        ExpectedPacket {
+            dest_qp: pkt.dest_qp,
+            psn: pkt.psn,
+            kdeth0: pkt.hdr.kdeth.kdeth0,
+            payload: pkt.payload,
+        },
+    );
     if !o.delivered {
         return (o, None);
     }
@@ -141,20 +159,17 @@ pub fn receive_write_data<P>(
 where
     P: FlowPlatform<Chip = SimContext, Ext = TidQp<P>>,
 {
-    let o = {
-        let mut g = qp.s_lock.lock(r);
-        let (_, tok) = g.parts();
-        let mut e = rcd.exp_lock.lock(tok);
-        e.chip.receive_expected(
-            mem,
-            ExpectedPacket {
-                dest_qp: pkt.dest_qp,
-                psn: pkt.psn,
-                kdeth0: pkt.hdr.kdeth.kdeth0,
-                payload: pkt.payload,
-            },
-        )
-    };
+    let o = chip_receive(
+        rcd,
+        &mut qp.s_lock.lock(r),
+        mem,
+        ExpectedPacket {
+            dest_qp: pkt.dest_qp,
+            psn: pkt.psn,
+            kdeth0: pkt.hdr.kdeth.kdeth0,
+            payload: pkt.payload,
+        },
+    );
     if !o.delivered || o.error.is_some() {
         return (o, None);
     }

@@ -141,8 +141,31 @@ where
     }
 }
 
-/// Runs `f` on the requester with its [`Env`]; if it moved the QP to the
-/// error state, the QP then leaves its TID wait.
+/// Runs `f` on the parts of a locked QP; if it moved the QP to the error
+/// state, the QP then leaves its TID wait.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); what `f` takes, then `exp_lock` through
+/// `qp-wait`.
+fn unwinding<P, T>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    f: impl FnOnce(Parts<'_, '_, P>) -> T,
+) -> T
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let before = g.ext.state;
+    let out = f(parts(g));
+    if before.receives() && !g.ext.state.receives() {
+        qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
+    }
+    out
+}
+
+/// Runs `f` on the requester with its [`Env`] ([`unwinding`]).
 ///
 /// # Locking
 ///
@@ -157,9 +180,7 @@ fn with_requester<P, T>(
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let (out, errored) = {
-        let p = parts(g);
-        let before = *p.state;
+    unwinding(rcd, qp, g, |p| {
         let mut env = Env {
             rcd,
             qp,
@@ -167,13 +188,8 @@ where
             conn: p.conn,
             state: p.state,
         };
-        let out = f(p.requester, &mut env);
-        (out, before.receives() && !env.state.receives())
-    };
-    if errored {
-        qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
-    }
-    out
+        f(p.requester, &mut env)
+    })
 }
 
 /// Posts an RDMA READ: [`Requester::post_read`].
@@ -421,8 +437,7 @@ where
 
 // ---- The TID WRITE responder ----
 
-/// Runs `f` on the WRITE responder's view of a locked QP; if it moved the
-/// QP to the error state, the QP then leaves its TID wait.
+/// Runs `f` on the WRITE responder's view of a locked QP ([`unwinding`]).
 ///
 /// # Locking
 ///
@@ -437,10 +452,8 @@ fn with_write_responder<P, T>(
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let (out, errored) = {
-        let p = parts(g);
-        let before = *p.state;
-        let mut env = wresp::Env {
+    unwinding(rcd, qp, g, |p| {
+        f(&mut wresp::Env {
             rcd,
             qp,
             locked: p.locked,
@@ -448,14 +461,8 @@ where
             state: p.state,
             rsp: p.responder,
             w: p.write_responder,
-        };
-        let out = f(&mut env);
-        (out, before.receives() && !env.state.receives())
-    };
-    if errored {
-        qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
-    }
-    out
+        })
+    })
 }
 
 /// Receives a TID WRITE_REQ with IB PSN `psn`: validation, the ack-queue
