@@ -171,7 +171,7 @@ where
 ///
 /// The QP's `s_lock` held (`g`); what `f` takes, then `exp_lock` through
 /// `qp-wait`.
-fn with_requester<P, T>(
+pub(crate) fn with_requester<P, T>(
     rcd: &RcvCtxt<P>,
     qp: &P::Ref,
     g: &mut SGuard<'_, P>,
@@ -644,4 +644,114 @@ pub fn flush_write_responder<P>(
 {
     with_write_responder(rcd, qp, g, |env| env.flush(wmrs));
     qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
+}
+
+// --- TID RDMA WRITE requester entry points ---
+
+/// Posts an RDMA WRITE: [`Requester::post_write`].
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`).
+///
+/// # Errors
+///
+/// As [`Requester::post_write`].
+pub fn post_write<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    wr: &crate::write::requester::WriteWr<'_>,
+) -> Result<(), EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    with_requester(rcd, qp, g, |r, env| r.post_write(env, wr))
+}
+
+/// The first leg of a QP that posts WRITEs: [`send_engine`] with the
+/// local memory `src` plain RDMA WRITE payloads are read from
+/// ([`Requester::send_requests_with`]). Kernel: `hfi1_do_send()` →
+/// `hfi1_make_rc_req()`.
+///
+/// # Locking
+///
+/// Runs with no lock held (`root`); takes the QP's `s_lock`, and
+/// `exp_lock` inside it through `tid-flow`.
+///
+/// # Errors
+///
+/// As [`Requester::send_requests_with`].
+pub fn send_engine_with<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    root: &mut LockToken<'_, Unlocked>,
+    sink: &mut impl PacketSink,
+    src: &dyn SourceData,
+) -> Result<(), EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let mut g = qp.s_lock.lock(root);
+    with_requester(rcd, qp, &mut g, |r, env| {
+        r.send_requests_with(env, sink, src)
+    })
+}
+
+/// Receives a WRITE_RESP: [`Requester::receive_write_resp`].
+/// Kernel: `hfi1_rc_rcv_tid_rdma_write_resp()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` when it errors the QP.
+pub fn receive_write_resp<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    psn: Psn,
+    hdr: &crate::wire::write_resp::Repr,
+    payload: &[u8],
+) -> crate::write::requester::WriteRespVerdict
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+    P::Sched: hfi1_hal::services::TidScheduler<P::Ref>,
+{
+    with_requester(rcd, qp, g, |r, env| {
+        r.receive_write_resp(env, psn, hdr, payload)
+    })
+}
+
+/// Receives a TID ACK: [`Requester::receive_tid_ack`].
+/// Kernel: `hfi1_rc_rcv_tid_rdma_ack()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`).
+pub fn receive_tid_ack<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    psn: FlowPsn,
+    hdr: &crate::wire::tid_ack::Repr,
+) -> crate::write::requester::TidAckVerdict
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+    P::Sched: hfi1_hal::services::TidScheduler<P::Ref>,
+{
+    with_requester(rcd, qp, g, |r, env| r.receive_tid_ack(env, psn, hdr))
+}
+
+/// The TID retry timer expired: [`Requester::tid_retry_timeout`].
+/// Kernel: `hfi1_tid_retry_timeout()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` when the budget is
+/// spent.
+pub fn tid_retry_timeout<P>(rcd: &RcvCtxt<P>, qp: &P::Ref, g: &mut SGuard<'_, P>) -> bool
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+    P::Sched: hfi1_hal::services::TidScheduler<P::Ref>,
+{
+    with_requester(rcd, qp, g, |r, env| r.tid_retry_timeout(env))
 }

@@ -47,19 +47,21 @@ pub enum AckVerdict {
 
 /// What a response's opcode is, as `do_rc_ack()` sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum RespOp {
+pub(crate) enum RespOp {
     /// An RC ACKNOWLEDGE.
     Ack,
     /// A plain READ's response.
     Read(RespKind),
     /// A TID READ_RESP.
     TidReadResp,
+    /// A TID WRITE_RESP.
+    TidWriteResp,
 }
 
 impl<P: FlowPlatform> Requester<P> {
     /// The filter of `rc_rcv_resp()`: true if a response with `psn` is
     /// taken.
-    fn takes(&mut self, env: &Env<'_, '_, P>, psn: Psn) -> bool {
+    pub(crate) fn takes(&mut self, env: &Env<'_, '_, P>, psn: Psn) -> bool {
         let taken = env.state.receives()
             && psn.delta(self.next_psn) < 0
             && psn.delta(self.last_psn) > 0
@@ -133,7 +135,7 @@ impl<P: FlowPlatform> Requester<P> {
     /// `rvt_stop_rc_timers()` clears `RVT_S_WAIT_RNR` and nothing wakes
     /// the send engine: the QP hangs with work queued (only a response
     /// carrying an RNR NAK, which no responder sends, gets there).
-    pub(super) fn do_rc_ack(
+    pub(crate) fn do_rc_ack(
         &mut self,
         env: &mut Env<'_, '_, P>,
         a: &aeth::Repr,
@@ -165,6 +167,20 @@ impl<P: FlowPlatform> Requester<P> {
             if diff < 0 {
                 break;
             }
+            if w.tid_write().is_some() {
+                // A TID WRITE is acknowledged by its TID ACKs; a PSN past
+                // it must follow the last one taken.
+                if psn.delta(self.last_psn) != 1 {
+                    self.set_restart_qp(env);
+                    self.stop_timers();
+                    return false;
+                }
+                break;
+            }
+            if w.write.is_some() {
+                self.rc_completion(env, i);
+                continue;
+            }
             let plain = w.tid.is_none();
             if plain && op == RespOp::Read(RespKind::Only) && diff == 0 {
                 self.stop_timers();
@@ -186,6 +202,21 @@ impl<P: FlowPlatform> Requester<P> {
             self.rc_completion(env, i);
         }
         match kind {
+            AethKind::Ack if op == RespOp::TidWriteResp => {
+                if psn != self.last_psn.add(1) {
+                    self.set_restart_qp(env);
+                    self.stop_timers();
+                    return false;
+                }
+                self.write_resp_timers(env, psn);
+                if self.flags.wait_ack {
+                    self.flags.wait_ack = false;
+                    env.schedule();
+                }
+                self.budgets.refill();
+                self.last_psn = psn;
+                true
+            }
             AethKind::Ack => {
                 self.ack_timers(env, psn);
                 if self.flags.wait_ack {
@@ -299,7 +330,7 @@ impl<P: FlowPlatform> Requester<P> {
 
     /// A response that shows an earlier READ's response was lost: restart
     /// from `s_last_psn + 1`, once per episode. Kernel: `set_restart_qp()`.
-    pub(super) fn set_restart_qp(&mut self, env: &mut Env<'_, '_, P>) {
+    pub(crate) fn set_restart_qp(&mut self, env: &mut Env<'_, '_, P>) {
         if !self.flags.rdmar_seq {
             self.flags.rdmar_seq = true;
             self.restart_rc(env, self.last_psn.add(1), false);
@@ -324,7 +355,7 @@ impl<P: FlowPlatform> Requester<P> {
     /// The READ at `i` (the oldest) completes successfully: its flow
     /// records are freed, the retry budget refills, `s_last_psn` moves to
     /// its last PSN and `s_acked` past it. Kernel: `do_rc_completion()`.
-    pub(super) fn rc_completion(&mut self, env: &Env<'_, '_, P>, i: u32) {
+    pub(crate) fn rc_completion(&mut self, env: &Env<'_, '_, P>, i: u32) {
         let lpsn = match self.sq.get_mut(i) {
             Some(w) => {
                 if let Some(t) = w.tid.as_mut() {

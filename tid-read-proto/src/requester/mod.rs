@@ -116,11 +116,11 @@
 //! `r_lock` as well on the receive and timer paths; here every path that
 //! changes QP state runs whole under `s_lock`.
 
-mod ack;
+pub(crate) mod ack;
 mod recover;
 mod recv;
-mod send;
-mod wqe;
+pub(crate) mod send;
+pub(crate) mod wqe;
 
 use alloc::vec::Vec;
 use hfi1_hal::Psn;
@@ -182,7 +182,7 @@ impl<'t, P: FlowPlatform> Env<'_, 't, P> {
     }
 
     /// Schedules the QP's send engine. Kernel: `hfi1_schedule_send()`.
-    fn schedule(&self) {
+    pub(crate) fn schedule(&self) {
         self.rcd.sched.schedule_send(self.qp);
     }
 }
@@ -190,7 +190,7 @@ impl<'t, P: FlowPlatform> Env<'_, 't, P> {
 /// Which packet the send engine builds next. Kernel: `qp->s_state` as
 /// `hfi1_make_rc_req()` switches on it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-enum SendState {
+pub(crate) enum SendState {
     /// Start (or start again) the WQE at `s_cur` (`OP(SEND_LAST)`, and
     /// `OP(RDMA_READ_REQUEST)` after a plain READ was sent: the switch's
     /// default case).
@@ -202,6 +202,12 @@ enum SendState {
     /// Restart a TID READ at the segment holding `s_psn`. Kernel:
     /// `TID_OP(READ_RESP)`.
     TidRestart,
+    /// Send the WRITE_REQ of a TID WRITE again for the segments from
+    /// `s_psn` on. Kernel: `TID_OP(WRITE_RESP)` in `hfi1_make_rc_req()`.
+    TidWriteRest,
+    /// Send the plain RDMA WRITE at `s_cur` from its packet at `s_psn`.
+    /// Kernel: `OP(RDMA_WRITE_FIRST)` / `OP(RDMA_WRITE_MIDDLE)`.
+    PlainWrite,
     /// Send the next segment of the TID READ at `s_cur`. Kernel:
     /// `TID_OP(READ_REQ)`.
     TidNext,
@@ -210,25 +216,25 @@ enum SendState {
 /// The requester's QP flags. Kernel: bits of `qp->s_flags`,
 /// `qp->r_flags`, `qpriv->s_flags`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Flags {
+pub(crate) struct Flags {
     /// Waiting for an ACK after a restart sent one packet.
     /// Kernel: `RVT_S_WAIT_ACK`.
-    wait_ack: bool,
+    pub(crate) wait_ack: bool,
     /// The next packet is the only one before an ACK. Kernel:
     /// `RVT_S_SEND_ONE`.
-    send_one: bool,
+    pub(crate) send_one: bool,
     /// Waiting for a read to finish (`s_num_rd_atomic` at its limit).
     /// Kernel: `RVT_S_WAIT_RDMAR`.
-    wait_rdmar: bool,
+    pub(crate) wait_rdmar: bool,
     /// A restart after a sequence error is under way: accept only the
     /// response it asked for. Kernel: `RVT_R_RDMAR_SEQ`.
-    rdmar_seq: bool,
+    pub(crate) rdmar_seq: bool,
     /// Software PSN checking of the oldest segment. Kernel:
     /// `HFI1_R_TID_SW_PSN`.
-    sw_psn: bool,
+    pub(crate) sw_psn: bool,
     /// A WQE waits behind the one before it. Kernel:
     /// `HFI1_S_TID_WAIT_INTERLCK`.
-    interlock: bool,
+    pub(crate) interlock: bool,
 }
 
 /// Where the copy of a plain READ's responses stands. Kernel:
@@ -313,37 +319,39 @@ counters! {
 ///
 /// Part of the QP's state under its `s_lock` ([`crate::qp::TidQp`]).
 pub struct Requester<P: FlowPlatform> {
-    sq: SendQueue<Wqe<P>>,
+    pub(crate) sq: SendQueue<Wqe<P>>,
     /// One past the last IB PSN handed out. Kernel: `qp->s_next_psn`.
-    next_psn: Psn,
+    pub(crate) next_psn: Psn,
     /// The send cursor. Kernel: `qp->s_psn`.
-    psn: Psn,
+    pub(crate) psn: Psn,
     /// The last IB PSN acknowledged. Kernel: `qp->s_last_psn`.
-    last_psn: Psn,
-    s_state: SendState,
-    flags: Flags,
-    budgets: Budgets,
+    pub(crate) last_psn: Psn,
+    pub(crate) s_state: SendState,
+    pub(crate) flags: Flags,
+    pub(crate) budgets: Budgets,
     /// The RC retry timer. Kernel: `qp->s_timer` with `RVT_S_TIMER`.
-    retry_timer: Timer,
+    pub(crate) retry_timer: Timer,
     /// The RNR timer. Kernel: `qp->s_rnr_timer` with `RVT_S_WAIT_RNR`.
-    rnr_timer: Timer,
+    pub(crate) rnr_timer: Timer,
     /// Reads outstanding: plain READs and TID READ segments requested and
     /// not completed. Kernel: `qp->s_num_rd_atomic`.
-    num_rd_atomic: u32,
+    pub(crate) num_rd_atomic: u32,
     /// TID READ segments requested and not completed. Kernel:
     /// `qpriv->pending_tid_r_segs`.
-    pending_tid_r_segs: u32,
+    pub(crate) pending_tid_r_segs: u32,
     /// TID READs posted and completed. Kernel: `qpriv->tid_r_reqs`,
     /// `qpriv->tid_r_comp`.
-    tid_r_reqs: u64,
-    tid_r_comp: u64,
+    pub(crate) tid_r_reqs: u64,
+    pub(crate) tid_r_comp: u64,
     read_copy: Option<ReadCopy>,
     /// A request packet went out in this send-engine step, with the timer
     /// shift of its kind.
-    arm_on_send: Option<u8>,
+    pub(crate) arm_on_send: Option<u8>,
     /// RcvArray entries of completed segments, kept out of reuse until the
     /// flow leaves their generation.
-    quarantine: Vec<Retired>,
+    pub(crate) quarantine: Vec<Retired>,
+    /// The TID WRITE requester's state.
+    pub(crate) write: crate::write::requester::WriteState,
     /// What happened so far.
     pub stats: ReqStats,
 }
@@ -423,6 +431,10 @@ impl<P: FlowPlatform> Requester<P> {
             read_copy: None,
             arm_on_send: None,
             quarantine: Vec::new(),
+            write: crate::write::requester::WriteState {
+                s_retry: conn.retry_cnt,
+                ..Default::default()
+            },
             stats: ReqStats::default(),
         }
     }

@@ -26,7 +26,7 @@ impl<P: FlowPlatform> Requester<P> {
     /// # Locking
     ///
     /// The QP's `s_lock` held (`env`).
-    pub(super) fn restart_rc(&mut self, env: &mut Env<'_, '_, P>, psn: Psn, wait: bool) {
+    pub(crate) fn restart_rc(&mut self, env: &mut Env<'_, '_, P>, psn: Psn, wait: bool) {
         if self.sq.acked == self.sq.tail {
             return;
         }
@@ -51,7 +51,7 @@ impl<P: FlowPlatform> Requester<P> {
     /// it lies before `psn` and was counted; everything from `psn` on is
     /// uncounted and counted again when its request is sent again (6.1
     /// zeroes the counters and adds back an estimate; see the module doc).
-    pub(super) fn reset_psn(&mut self, psn: Psn) {
+    pub(crate) fn reset_psn(&mut self, psn: Psn) {
         let n0 = self.sq.acked;
         self.sq.cur = n0;
         self.uncount_from(psn);
@@ -191,7 +191,7 @@ impl<P: FlowPlatform> Requester<P> {
     }
 
     /// Stops both timers. Kernel: `rvt_stop_rc_timers()`.
-    pub(super) fn stop_timers(&mut self) {
+    pub(crate) fn stop_timers(&mut self) {
         self.retry_timer.stop();
         self.rnr_timer.stop();
     }
@@ -200,7 +200,7 @@ impl<P: FlowPlatform> Requester<P> {
     /// error state. Kernel: the class-B end of `do_rc_ack()` and
     /// `hfi1_restart_rc()` (`hfi1_trdma_send_complete()` +
     /// `rvt_error_qp()`).
-    pub(super) fn fail_oldest(&mut self, env: &mut Env<'_, '_, P>, status: WcStatus) {
+    pub(crate) fn fail_oldest(&mut self, env: &mut Env<'_, '_, P>, status: WcStatus) {
         self.error_qp_with(env, Some(status));
     }
 
@@ -212,7 +212,7 @@ impl<P: FlowPlatform> Requester<P> {
     /// Kernel: `rvt_error_qp()` and the flush of `hfi1_make_rc_req()`,
     /// with the release of `hfi1_kern_read_tid_flow_free()` for every
     /// READ.
-    pub(super) fn error_qp(&mut self, env: &mut Env<'_, '_, P>) {
+    pub(crate) fn error_qp(&mut self, env: &mut Env<'_, '_, P>) {
         self.error_qp_with(env, None);
     }
 
@@ -223,6 +223,7 @@ impl<P: FlowPlatform> Requester<P> {
         self.stop_timers();
         self.flags = Flags::default();
         self.release_everything(env);
+        self.write_error();
         let unfinished: arrayvec::ArrayVec<u32, { crate::rc::SQ_SIZE }> =
             self.sq.unfinished_mut().map(|(i, _)| i).collect();
         for (n, i) in unfinished.into_iter().enumerate() {
@@ -276,7 +277,7 @@ impl<P: FlowPlatform> Requester<P> {
     /// freed, the flow queue's head woken), software PSN checking ends,
     /// and the quarantined RcvArray entries come back.
     /// Kernel: `hfi1_kern_clear_hw_flow()` + clearing `HFI1_R_TID_SW_PSN`.
-    pub(super) fn clear_flow(&mut self, env: &mut Env<'_, '_, P>) -> Result<(), EngineError> {
+    pub(crate) fn clear_flow(&mut self, env: &mut Env<'_, '_, P>) -> Result<(), EngineError> {
         clear_hw_flow(env.rcd, env.qp, env.locked());
         self.flags.sw_psn = false;
         self.release_quarantine(env);
@@ -291,7 +292,7 @@ impl<P: FlowPlatform> Requester<P> {
     /// whose next segment waits for the very entries it, or a QP that
     /// keeps its flow, quarantined would wait for ever; 6.1 frees them at
     /// once, which is the late-copy hole.
-    pub(super) fn drain_quarantine(
+    pub(crate) fn drain_quarantine(
         &mut self,
         env: &mut Env<'_, '_, P>,
         waiting: bool,
@@ -317,7 +318,7 @@ impl<P: FlowPlatform> Requester<P> {
     /// True if any TID READ has a segment set up and not completed (after
     /// a restart such a segment is not counted outstanding until it is
     /// requested again, but its flow PSNs and TIDs are still live).
-    pub(super) fn segments_set_up(&self) -> bool {
+    pub(crate) fn segments_set_up(&self) -> bool {
         self.pending_tid_r_segs != 0
             || self.sq.iter().any(|(_, w, s)| {
                 s.is_none() && w.tid.as_ref().is_some_and(|t| t.req.in_flight() > 0)
@@ -326,7 +327,7 @@ impl<P: FlowPlatform> Requester<P> {
 
     /// Gives every quarantined RcvArray entry back. Called only once the
     /// flow left the generation they served.
-    pub(super) fn release_quarantine(&mut self, env: &mut Env<'_, '_, P>) {
+    pub(crate) fn release_quarantine(&mut self, env: &mut Env<'_, '_, P>) {
         for r in self.quarantine.drain(..) {
             release_retired(env.rcd, env.qp, env.locked(), r);
         }
@@ -336,7 +337,7 @@ impl<P: FlowPlatform> Requester<P> {
     /// packet: unprogrammed and unmapped now, its RcvArray entries into
     /// the quarantine. Kernel: the `hfi1_kern_exp_rcv_clear()` of
     /// `hfi1_rc_rcv_tid_rdma_read_resp()` (which frees them at once).
-    pub(super) fn retire_oldest(
+    pub(crate) fn retire_oldest(
         &mut self,
         env: &mut Env<'_, '_, P>,
         i: u32,

@@ -62,7 +62,7 @@ fn sge_cursor_at(sges: &[tid_flow::Sge], at: u64) -> tid_flow::SgeCursor {
 
 /// What one step of the send engine came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
+pub(crate) enum Step {
     /// A packet went out: look again.
     Sent,
     /// Nothing more can go now.
@@ -88,6 +88,28 @@ impl<P: FlowPlatform> Requester<P> {
         env: &mut Env<'_, '_, P>,
         sink: &mut impl PacketSink,
     ) -> Result<(), EngineError> {
+        self.send_requests_with(env, sink, &crate::write::requester::NoSource)
+    }
+
+    /// [`Self::send_requests`] with the local memory `src` the plain RDMA
+    /// WRITEs' payloads are read from (a QP that posts WRITEs runs this
+    /// one). Kernel: `hfi1_make_rc_req()`.
+    ///
+    /// # Locking
+    ///
+    /// The QP's `s_lock` held (`env`); takes `exp_lock` through
+    /// `tid-flow`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::send_requests`]; [`crate::packet::PacketError::Source`]
+    /// if a WRITE's buffer is not in `src`.
+    pub fn send_requests_with(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        sink: &mut impl PacketSink,
+        src: &dyn crate::rc::SourceData,
+    ) -> Result<(), EngineError> {
         loop {
             if !env.state.receives() {
                 self.error_qp(env);
@@ -96,7 +118,7 @@ impl<P: FlowPlatform> Requester<P> {
             if self.flags.wait_ack || self.rnr_timer.is_armed() {
                 return Ok(());
             }
-            let step = self.step(env, sink)?;
+            let step = self.step(env, sink, src)?;
             if let Some(shift) = self.arm_on_send.take() {
                 self.arm_after_send(env, shift);
             }
@@ -125,12 +147,15 @@ impl<P: FlowPlatform> Requester<P> {
         &mut self,
         env: &mut Env<'_, '_, P>,
         sink: &mut impl PacketSink,
+        src: &dyn crate::rc::SourceData,
     ) -> Result<Step, EngineError> {
         let i = self.sq.cur;
         match self.s_state {
-            SendState::Start => self.start(env, sink, i),
+            SendState::Start => self.start(env, sink, src, i),
             SendState::PlainRest => self.plain_rest(env, sink, i),
             SendState::TidRestart => self.tid_restart(env, sink, i),
+            SendState::TidWriteRest => self.write_rest(env, sink, i),
+            SendState::PlainWrite => self.plain_write_packet(env, sink, src, i),
             SendState::TidNext => {
                 let Some(w) = self.sq.get(i) else {
                     self.s_state = SendState::Start;
@@ -140,7 +165,7 @@ impl<P: FlowPlatform> Requester<P> {
                 if w.tid.is_none() || at_start || i == self.sq.tail {
                     self.s_state = SendState::Start;
                     if at_start || i == self.sq.tail {
-                        return self.start(env, sink, i);
+                        return self.start(env, sink, src, i);
                     }
                     return Ok(Step::Stop);
                 }
@@ -169,6 +194,7 @@ impl<P: FlowPlatform> Requester<P> {
         &mut self,
         env: &mut Env<'_, '_, P>,
         sink: &mut impl PacketSink,
+        src: &dyn crate::rc::SourceData,
         i: u32,
     ) -> Result<Step, EngineError> {
         if i == self.sq.head() {
@@ -192,6 +218,9 @@ impl<P: FlowPlatform> Requester<P> {
         if self.flags.interlock || self.interlocked(i) {
             self.flags.interlock = true;
             return Ok(Step::Stop);
+        }
+        if self.sq.get(i).is_some_and(|w| w.write.is_some()) {
+            return self.start_write(env, sink, src, i, newreq);
         }
         if self.at_rd_atomic_limit(env) {
             return Ok(Step::Stop);
@@ -244,22 +273,25 @@ impl<P: FlowPlatform> Requester<P> {
 
     /// True if the READ at `i` must wait for the one before it.
     /// Kernel: `hfi1_tid_rdma_wqe_interlock()`.
-    fn interlocked(&self, i: u32) -> bool {
-        let op = |w: &super::Wqe<P>| {
-            if w.tid.is_some() {
-                WqeOp::TidRdmaRead
-            } else {
-                WqeOp::RdmaRead
-            }
+    pub(crate) fn interlocked(&self, i: u32) -> bool {
+        let op = |w: &super::Wqe<P>| match (&w.write, &w.tid) {
+            (Some(x), _) if x.tid.is_some() => WqeOp::TidRdmaWrite,
+            (Some(_), _) => WqeOp::RdmaWrite,
+            (None, Some(_)) => WqeOp::TidRdmaRead,
+            (None, None) => WqeOp::RdmaRead,
         };
         let Some(w) = self.sq.get(i) else {
             return false;
         };
-        let prev = self.sq.get(i.wrapping_sub(1)).map_or(WqeOp::Other, op);
+        let prev_w = self.sq.get(i.wrapping_sub(1));
+        let prev = prev_w.map_or(WqeOp::Other, op);
+        let prev_write_pending = prev_w
+            .and_then(|p| p.tid_write())
+            .is_some_and(|t| t.ack_seg != t.total_segs);
         let st = InterlockState {
             prev,
             unacked: self.sq.acked != self.sq.cur,
-            prev_write_pending: false,
+            prev_write_pending,
         };
         interlock(op(w), &st)
     }
@@ -633,7 +665,7 @@ impl<P: FlowPlatform> Requester<P> {
     /// the step's bookkeeping is done the timer may start
     /// ([`Self::arm_after_send`], with `shift`). Kernel: the end of
     /// `hfi1_make_rc_req()`.
-    fn sent(&mut self, shift: u8) {
+    pub(crate) fn sent(&mut self, shift: u8) {
         self.stats.read_reqs += 1;
         if self.flags.send_one {
             self.flags.send_one = false;

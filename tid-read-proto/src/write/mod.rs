@@ -6,6 +6,13 @@
 //!   ([`WriteRegions`]: the R_Key check for remote write and the region's
 //!   pages), and the framing of a TID WRITE packet from the wire
 //!   builders' headers ([`emit_tid_packet`]);
+//! - [`requester`]: the requester, from the post to the TID ACK
+//!   (`hfi1_setup_tid_rdma_wqe()`, `hfi1_build_tid_rdma_write_req()`,
+//!   `hfi1_rc_rcv_tid_rdma_write_resp()`, `hfi1_rc_rcv_tid_rdma_ack()`,
+//!   `hfi1_tid_retry_timeout()`, RESYNC);
+//! - [`second_leg`]: the requester half of the TID send engine
+//!   (`hfi1_schedule_tid_send()`, `hfi1_send_tid_ok()`,
+//!   `hfi1_do_tid_send()`, `hfi1_make_tid_rdma_pkt()`);
 //! - [`responder`]: the responder, from the WRITE_REQ to the TID ACK
 //!   (`hfi1_rc_rcv_tid_rdma_write_req()`,
 //!   `hfi1_tid_write_alloc_resources()`, `hfi1_build_tid_rdma_write_resp()`,
@@ -17,7 +24,9 @@
 //! [`responder`] says which entry needs `r_lock` and which takes
 //! `exp_lock`.
 
+pub mod requester;
 pub mod responder;
+pub mod second_leg;
 
 use tid_flow::Sge;
 

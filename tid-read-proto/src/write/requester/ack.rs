@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! TID ACKs at the requester (kernel `hfi1_rc_rcv_tid_rdma_ack()`) and
+//! the TID retry timer (`hfi1_tid_retry_timeout()`).
+//!
+//! An ACK covers every sent segment whose last flow PSN it reaches: each
+//! moves `acked_tail`, and a request whose segments are all acknowledged
+//! completes (`do_rc_completion()`, with the WRITE's byte count), the
+//! walk going on into the next TID WRITE. An ACK then re-arms the TID
+//! retry timer while sent segments are unacknowledged, else stops it, and
+//! schedules the first leg (the interlock may have held a WQE). A NAK
+//! acknowledges everything before its PSN; only the PSN-sequence code
+//! acts: inside the oldest unacknowledged segment it rewinds the second
+//! leg to resend from that packet. Other codes are ignored, as in 6.1.
+
+use hfi1_hal::FlowPsn;
+use hfi1_hal::flags::TidFlags;
+use hfi1_hal::services::TidScheduler;
+use tid_flow::FlowPlatform;
+
+use super::{TidSendState, WState};
+use crate::rc::WcStatus;
+use crate::rc::nak::AethKind;
+use crate::requester::{Env, Requester};
+use crate::wire::tid_ack;
+
+/// What a TID ACK did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum TidAckVerdict {
+    /// Dropped: not receiving, no TID WRITE at `s_acked`, or stale.
+    Dropped,
+    /// An ACK: `segments` more acknowledged, `completed` WRITEs done.
+    Acked {
+        /// Segments it acknowledged.
+        segments: u32,
+        /// TID WRITEs it completed.
+        completed: u32,
+    },
+    /// A PSN NAK that rewound the second leg.
+    Restart,
+    /// A NAK not acted on.
+    NotActed,
+}
+
+/// The full flow PSN of sequence `seq` in `generation`'s flow. Kernel:
+/// `full_flow_psn()`.
+fn full(generation: hfi1_hal::Generation, seq: u32) -> u32 {
+    FlowPsn::new(generation, seq & 0x7FF).raw()
+}
+
+/// Flow PSN order (31-bit serial arithmetic as the kernel's `cmp_psn()`).
+fn cmp(a: u32, b: u32) -> i32 {
+    (((a.wrapping_sub(b)) << 1) as i32) >> 1
+}
+
+impl<P: FlowPlatform> Requester<P> {
+    /// Receives a TID ACK with BTH (flow) PSN `psn`. Kernel:
+    /// `hfi1_rc_rcv_tid_rdma_ack()` (its RESYNC-ACK branch is not built:
+    /// no RESYNC is sent, see the module doc of
+    /// [`crate::write::requester`]).
+    ///
+    /// # Locking
+    ///
+    /// The QP's `s_lock` held (`env`).
+    pub fn receive_tid_ack(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        psn: FlowPsn,
+        hdr: &tid_ack::Repr,
+    ) -> TidAckVerdict
+    where
+        P::Sched: TidScheduler<P::Ref>,
+    {
+        let kind = AethKind::of(&hdr.aeth);
+        let nak = kind.is_nak();
+        let (mut ack_psn, mut ack_kpsn) = (hdr.verbs_psn, psn.raw());
+        if nak {
+            ack_psn = ack_psn.sub(1);
+            ack_kpsn = ack_kpsn.wrapping_sub(1) & 0x7FFF_FFFF;
+        }
+        let _ = ack_psn;
+        if !env.state.receives() || self.sq.acked == self.sq.tail {
+            return self.tid_ack_dropped();
+        }
+        let Some(t) = self.sq.get(self.sq.acked).and_then(|w| w.tid_write()) else {
+            return self.tid_ack_dropped();
+        };
+        let Some(flow) = t.req.flow(t.req.acked_tail) else {
+            return self.tid_ack_dropped();
+        };
+        let start = full(flow.psns.generation, flow.psns.spsn);
+        if t.req.unacked_remote() == 0
+            || cmp(psn.raw(), start) < 0
+            || hdr.verbs_psn.delta(flow.psns.resp_ib_psn) < 0
+        {
+            return self.tid_ack_dropped();
+        }
+        let (segments, completed) = self.ack_segments(env, ack_kpsn);
+        self.write.stats.segments_acked += u64::from(segments);
+        match kind {
+            AethKind::Ack => {
+                self.write.stats.tid_acks += 1;
+                self.write.tid_flags &= !TidFlags::WAIT_ACK;
+                let unacked = self
+                    .sq
+                    .get(self.sq.acked)
+                    .filter(|_| self.sq.acked != self.sq.tail)
+                    .and_then(|w| w.tid_write())
+                    .is_some_and(|t| t.ack_seg < t.cur_seg);
+                if unacked {
+                    self.write
+                        .tid_retry
+                        .arm(crate::rc::retry::retry_ns(env.conn.timeout, 0));
+                } else {
+                    self.write.tid_retry.stop();
+                }
+                env.schedule();
+                self.write.s_retry = env.conn.retry_cnt;
+                TidAckVerdict::Acked {
+                    segments,
+                    completed,
+                }
+            }
+            AethKind::Nak { code } => {
+                self.write.stats.tid_naks += 1;
+                self.write.tid_retry.stop();
+                if code != 0 {
+                    return TidAckVerdict::NotActed;
+                }
+                if !self.nak_rewind(env, psn) {
+                    return TidAckVerdict::NotActed;
+                }
+                TidAckVerdict::Restart
+            }
+            _ => TidAckVerdict::NotActed,
+        }
+    }
+
+    fn tid_ack_dropped(&mut self) -> TidAckVerdict {
+        self.write.stats.tid_acks_dropped += 1;
+        TidAckVerdict::Dropped
+    }
+
+    /// Acknowledges every sent segment whose last flow PSN `ack_kpsn`
+    /// reaches, completing finished TID WRITEs and walking on into the
+    /// next. Returns (segments, completions).
+    fn ack_segments(&mut self, env: &mut Env<'_, '_, P>, ack_kpsn: u32) -> (u32, u32) {
+        let (mut segs, mut done) = (0, 0);
+        loop {
+            let i = self.sq.acked;
+            if i == self.sq.tail {
+                break;
+            }
+            let Some(t) = self.sq.get_mut(i).and_then(|w| w.tid_write_mut()) else {
+                break;
+            };
+            let Some(flow) = t.req.flow(t.req.acked_tail) else {
+                break;
+            };
+            let last = full(flow.psns.generation, flow.psns.lpsn);
+            if cmp(ack_kpsn, last) < 0 || t.ack_seg >= t.cur_seg {
+                break;
+            }
+            let _ = t.req.acked_remote();
+            t.ack_seg += 1;
+            segs += 1;
+            if t.ack_seg < t.total_segs {
+                continue;
+            }
+            t.state = WState::Complete;
+            if t.req.clean_swqe().is_err() {
+                self.stats.clean_refused += 1;
+            }
+            self.rc_completion(env, i);
+            self.write.n_tid_requests = self.write.n_tid_requests.saturating_sub(1);
+            self.write.stats.completed += 1;
+            done += 1;
+        }
+        (segs, done)
+    }
+
+    /// A PSN NAK inside the oldest unacknowledged segment: the second leg
+    /// resends from the NAK's packet. False if the PSN lies past it.
+    fn nak_rewind(&mut self, env: &mut Env<'_, '_, P>, psn: FlowPsn) -> bool
+    where
+        P::Sched: TidScheduler<P::Ref>,
+    {
+        let acked = self.sq.acked;
+        let Some(t) = self.sq.get_mut(acked).and_then(|w| w.tid_write_mut()) else {
+            return false;
+        };
+        let Some(flow) = t.req.flow(t.req.acked_tail) else {
+            return false;
+        };
+        if cmp(psn.raw(), full(flow.psns.generation, flow.psns.lpsn)) > 0 {
+            return false;
+        }
+        t.r_ack_psn = psn;
+        t.cur_seg = t.ack_seg;
+        self.write.s_tid_tail = Some(acked);
+        self.write.s_state = TidSendState::WriteReq;
+        self.write.s_retry = env.conn.retry_cnt;
+        crate::write::second_leg::schedule_tid_send(env, &mut self.write);
+        true
+    }
+
+    /// The TID retry timer expired: if it was running, with retries left
+    /// the oldest unacknowledged segment is sent again from its first
+    /// packet; with none left the WRITE at `s_acked` completes
+    /// [`WcStatus::RetryExceeded`] and the QP errors. Returns whether it
+    /// was running. Kernel: `hfi1_tid_retry_timeout()` (which sends a
+    /// RESYNC instead of resending; see the module doc).
+    ///
+    /// # Locking
+    ///
+    /// The QP's `s_lock` held (`env`).
+    pub fn tid_retry_timeout(&mut self, env: &mut Env<'_, '_, P>) -> bool
+    where
+        P::Sched: TidScheduler<P::Ref>,
+    {
+        if !self.write.tid_retry.expire() || !env.state.receives() {
+            return false;
+        }
+        self.write.stats.tid_retry_expiries += 1;
+        if self.write.s_retry == 0 {
+            self.fail_oldest(env, WcStatus::RetryExceeded);
+            return true;
+        }
+        self.write.s_retry -= 1;
+        let acked = self.sq.acked;
+        let start = self
+            .sq
+            .get(acked)
+            .and_then(|w| w.tid_write())
+            .and_then(|t| t.req.flow(t.req.acked_tail))
+            .map(|f| FlowPsn::new(f.psns.generation, f.psns.spsn & 0x7FF));
+        let Some(start) = start else {
+            return true;
+        };
+        if let Some(t) = self.sq.get_mut(acked).and_then(|w| w.tid_write_mut()) {
+            t.r_ack_psn = start;
+            t.cur_seg = t.ack_seg;
+        }
+        self.write.tid_flags &= !TidFlags::WAIT_ACK;
+        self.write.s_tid_tail = Some(acked);
+        self.write.s_state = TidSendState::WriteReq;
+        crate::write::second_leg::schedule_tid_send(env, &mut self.write);
+        true
+    }
+}

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The TID RDMA WRITE requester, on the READ requester's send queue and
+//! RC layer ([`crate::requester::Requester`]): one send queue holds READs
+//! and WRITEs, so the IB PSN space, the RC retry/RNR machinery and the
+//! READ/WRITE interlock are the ones `rc.c` runs.
+//!
+//! The rooms:
+//!
+//! - here: what a posted WRITE keeps ([`WriteWr`], the per-WQE
+//!   `tid_rdma_request` of a TID WRITE), the QP's WRITE state
+//!   ([`WriteState`]: `s_tid_head/cur/tail`, the second leg's `s_state`,
+//!   `n_requests`, `n_tid_requests`, `pending_tid_w_resp`, the TID retry
+//!   timer) and posting with the qualification of `setup_tid_rdma_wqe()`;
+//! - `req`: the first leg's WRITE packets: the WRITE_REQ with `rc.c`'s
+//!   index bookkeeping, its resend states, and the plain RDMA WRITE;
+//! - `resp`: `hfi1_rc_rcv_tid_rdma_write_resp()`;
+//! - `ack`: `hfi1_rc_rcv_tid_rdma_ack()` and the TID retry timer.
+//!
+//! Deviations from Linux 6.1:
+//!
+//! - **Posting runs under `s_lock`**, not `s_hlock` (rdmavt's post lock):
+//!   the engines here have one lock for the QP's send state. No
+//!   behaviour differs beyond serialisation; `n_requests` is a plain
+//!   counter for that reason.
+//! - **IB PSNs are given when a WRITE starts**, as for READs (see the
+//!   READ requester's module doc); a TID WRITE takes one PSN per segment
+//!   exactly as 6.1's `wqe->lpsn = psn + total_segs - 1`.
+//! - **No RESYNC yet**: a TID retry expiry with budget left restarts the
+//!   oldest unacknowledged segment from its first packet in the same
+//!   generation (the responder's chip then sees packets it already
+//!   placed: sequence errors it NAKs, or a duplicate last packet); with
+//!   the budget spent the WRITE completes `RETRY_EXC_ERR` and the QP
+//!   errors, as in 6.1. 6.1 sends a RESYNC and renumbers.
+//! - A WRITE_RESP whose TID list does not cover its segment completes the
+//!   oldest request `LOC_LEN_ERR` and errors the QP (6.1 errors the QP
+//!   with that status and flushes every request).
+//!
+//! # Locking
+//!
+//! Every function runs under the QP's `s_lock` (the [`Env`] carries its
+//! token). The kernel holds `r_lock` as well on the receive and timer
+//! paths.
+
+mod ack;
+mod req;
+mod resp;
+
+use alloc::vec::Vec;
+use hfi1_hal::FlowPsn;
+use hfi1_hal::consts::MAX_FLOWS;
+use hfi1_hal::flags::TidFlags;
+use hfi1_hal::services::AllocContext;
+use tid_flow::{FlowPlatform, Sge, TidRequest};
+
+pub use ack::TidAckVerdict;
+pub(crate) use req::read_sges;
+pub use req::{
+    NoSource, OP_RDMA_WRITE_FIRST, OP_RDMA_WRITE_LAST, OP_RDMA_WRITE_MIDDLE, OP_RDMA_WRITE_ONLY,
+};
+pub use resp::WriteRespVerdict;
+
+use crate::qualify::{self, WrOpcode};
+use crate::qualify_write::{WriteWorkRequest, qualify_write};
+use crate::rc::retry::Timer;
+use crate::rc::{EngineError, WcStatus, counters};
+use crate::requester::wqe::Wqe;
+use crate::requester::{Env, Requester};
+
+/// TID RDMA WRITEs a QP may have started and not completed.
+/// Kernel: `HFI1_TID_RDMA_WRITE_CNT`.
+pub const TID_WRITE_CNT: u32 = 8;
+
+/// One RDMA WRITE work request as posted.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteWr<'a> {
+    /// The caller's id, returned in the completion.
+    pub wr_id: u64,
+    /// Remote virtual address.
+    pub remote_addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// The local source buffer (in the sim the addresses are physical).
+    pub sges: &'a [Sge],
+}
+
+/// The state of a TID WRITE request. Kernel: `req->state`
+/// (`TID_REQUEST_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WState {
+    /// Posted, its WRITE_REQ not sent. Kernel: `TID_REQUEST_INACTIVE`.
+    Inactive,
+    /// Sent, responses coming. Kernel: `TID_REQUEST_ACTIVE`.
+    Active,
+    /// Its WRITE_REQ is being sent again. Kernel: `TID_REQUEST_RESEND`.
+    Resend,
+    /// Every segment acknowledged. Kernel: `TID_REQUEST_COMPLETE`.
+    Complete,
+}
+
+/// The TID part of a WRITE. Kernel: `struct tid_rdma_request`
+/// (requester side of a TID WRITE).
+pub(crate) struct TidWrite<P: FlowPlatform> {
+    /// The ring of the responder's segments (no local TIDs).
+    pub(crate) req: TidRequest<P>,
+    /// Kernel: `req->total_segs`.
+    pub(crate) total_segs: u32,
+    /// WRITE_RESPs received. Kernel: `req->comp_seg`.
+    pub(crate) comp_seg: u32,
+    /// Segments whose data was sent. Kernel: `req->cur_seg`.
+    pub(crate) cur_seg: u32,
+    /// Segments acknowledged. Kernel: `req->ack_seg`.
+    pub(crate) ack_seg: u32,
+    /// Kernel: `req->state`.
+    pub(crate) state: WState,
+    /// The flow PSN a TID NAK restarts from. Kernel: `req->r_ack_psn`.
+    pub(crate) r_ack_psn: FlowPsn,
+}
+
+/// The WRITE part of a WQE.
+pub(crate) struct WriteWqe<P: FlowPlatform> {
+    /// The TID part; `None` for a plain RDMA WRITE.
+    pub(crate) tid: Option<TidWrite<P>>,
+}
+
+/// Which packet the second leg builds next. Kernel: `priv->s_state`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[allow(clippy::enum_variant_names)] // the kernel's `TID_OP(WRITE_*)` names
+pub(crate) enum TidSendState {
+    /// Load the source walk of the WQE at `s_tid_tail`, then send data.
+    /// Kernel: `TID_OP(WRITE_RESP)`.
+    #[default]
+    WriteResp,
+    /// Rewind first (a TID NAK or an expiry), then send data. Kernel:
+    /// `TID_OP(WRITE_REQ)`.
+    WriteReq,
+    /// Sending data. Kernel: `TID_OP(WRITE_DATA)`.
+    WriteData,
+    /// Nothing newer to send. Kernel: `TID_OP(WRITE_DATA_LAST)`.
+    WriteDataLast,
+}
+
+counters! {
+    /// What the WRITE requester and its second leg counted.
+    pub struct WriteStats {
+        /// WRITEs posted as TID WRITEs.
+        pub tid_writes,
+        /// WRITEs posted as plain RDMA WRITEs.
+        pub plain_writes,
+        /// WRITE_REQs sent (first sends).
+        pub write_reqs,
+        /// WRITE_REQs sent again after a restart.
+        pub write_req_resends,
+        /// Plain RDMA WRITE packets sent.
+        pub plain_packets,
+        /// WRITE_RESPs taken.
+        pub write_resps,
+        /// WRITE_RESPs dropped (stale, ahead, no room, wrong WQE).
+        pub write_resps_dropped,
+        /// WRITE_DATA / WRITE_DATA_LAST packets sent.
+        pub data_packets,
+        /// Segments whose data was sent (first time or again).
+        pub segments_sent,
+        /// TID ACKs taken (ACK class).
+        pub tid_acks,
+        /// TID NAKs taken.
+        pub tid_naks,
+        /// TID ACKs dropped (stale, not a TID WRITE at `s_acked`).
+        pub tid_acks_dropped,
+        /// Segments acknowledged.
+        pub segments_acked,
+        /// TID WRITEs completed.
+        pub completed,
+        /// TID retry timer expiries that found it running.
+        pub tid_retry_expiries,
+        /// Second-leg work items that ran (passed `hfi1_send_tid_ok()`).
+        pub second_leg_runs,
+        /// Second-leg schedules that queued the work item.
+        pub second_leg_queued,
+    }
+}
+
+/// The QP's TID WRITE requester state. Kernel: the WRITE parts of
+/// `hfi1_qp_priv`.
+///
+/// # Locking
+///
+/// Part of the QP's state under its `s_lock`.
+#[derive(Debug, Default)]
+pub struct WriteState {
+    /// Newest TID WRITE whose WRITE_REQ went out. Kernel: `s_tid_head`
+    /// (`None`: `HFI1_QP_WQE_INVALID`).
+    pub(crate) s_tid_head: Option<u32>,
+    /// TID WRITE collecting WRITE_RESPs. Kernel: `s_tid_cur`.
+    pub(crate) s_tid_cur: Option<u32>,
+    /// TID WRITE whose data the second leg sends. Kernel: `s_tid_tail`.
+    pub(crate) s_tid_tail: Option<u32>,
+    /// Kernel: `priv->s_state`.
+    pub(crate) s_state: TidSendState,
+    /// TID WRITEs posted, not started. Kernel: `priv->n_requests`.
+    pub(crate) n_requests: u32,
+    /// TID WRITEs started, not completed. Kernel: `priv->n_tid_requests`.
+    pub(crate) n_tid_requests: u32,
+    /// WRITE_RESPs outstanding. Kernel: `priv->pending_tid_w_resp`.
+    pub(crate) pending_tid_w_resp: u32,
+    /// The second leg's flags. Kernel: `priv->s_flags`.
+    pub(crate) tid_flags: TidFlags,
+    /// The TID retry timer. Kernel: `priv->s_tid_retry_timer` with
+    /// `HFI1_S_TID_RETRY_TIMER`.
+    pub(crate) tid_retry: Timer,
+    /// TID retries left. Kernel: `priv->s_retry`.
+    pub(crate) s_retry: u8,
+    /// What happened so far.
+    pub stats: WriteStats,
+}
+
+impl WriteState {
+    /// TID WRITEs started and not completed.
+    pub fn started(&self) -> u32 {
+        self.n_tid_requests
+    }
+
+    /// The TID retry timer. Kernel: `priv->s_tid_retry_timer`.
+    pub fn tid_retry_timer(&self) -> Timer {
+        self.tid_retry
+    }
+
+    /// WRITE_RESPs outstanding. Kernel: `priv->pending_tid_w_resp`.
+    pub fn pending_responses(&self) -> u32 {
+        self.pending_tid_w_resp
+    }
+
+    /// The second leg's flags. Kernel: `priv->s_flags`.
+    pub fn tid_flags(&self) -> TidFlags {
+        self.tid_flags
+    }
+}
+
+impl<P: FlowPlatform> Requester<P> {
+    /// Posts an RDMA WRITE and schedules the first leg. One of at least
+    /// 256 KiB to a page-aligned remote address with a page-multiple
+    /// length on a connection with TID RDMA becomes a TID WRITE
+    /// (`seg_len = min(remote max_len, length)`, flow records allocated
+    /// now, `acked_tail = setup_head`); any other, or one whose flow
+    /// records cannot be allocated, stays a plain RDMA WRITE. The local
+    /// buffer's alignment is not looked at. On a QP in the error state the
+    /// WRITE completes [`WcStatus::Flushed`] at once.
+    /// Kernel: `rvt_post_one_wr()` → `hfi1_setup_tid_rdma_wqe()` →
+    /// `setup_tid_rdma_wqe()` (WRITE half).
+    ///
+    /// # Locking
+    ///
+    /// The QP's `s_lock` held (`env`).
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError::QueueFull`], [`EngineError::BadSgl`] (longer than
+    /// 2 GiB), [`EngineError::NoMemory`].
+    pub fn post_write(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        wr: &WriteWr<'_>,
+    ) -> Result<(), EngineError> {
+        if !self.sq.can_post() {
+            return Err(EngineError::QueueFull);
+        }
+        let total = wr.sges.iter().map(|s| u64::from(s.length)).sum::<u64>();
+        if total > 1 << 31 {
+            return Err(EngineError::BadSgl);
+        }
+        let length = u32::try_from(total).map_err(|_| EngineError::BadSgl)?;
+        let mut sges = Vec::new();
+        sges.try_reserve_exact(wr.sges.len())
+            .map_err(|_| EngineError::NoMemory)?;
+        sges.extend(wr.sges.iter().copied().filter(|s| s.length != 0));
+        let mut w = Wqe::new_write(wr, length, sges);
+        let status = if env.state.receives() {
+            let tid = self.plan_tid_write(env, wr.remote_addr, length);
+            if tid.is_some() {
+                self.write.n_requests += 1;
+                self.write.stats.tid_writes += 1;
+            } else {
+                self.write.stats.plain_writes += 1;
+            }
+            w.write = Some(WriteWqe { tid });
+            None
+        } else {
+            w.write = Some(WriteWqe { tid: None });
+            Some(WcStatus::Flushed)
+        };
+        self.sq.push(w, status);
+        env.schedule();
+        Ok(())
+    }
+
+    /// The TID part of a WRITE that qualifies. Kernel:
+    /// `setup_tid_rdma_wqe()`, WRITE half.
+    fn plan_tid_write(
+        &mut self,
+        env: &Env<'_, '_, P>,
+        remote_addr: u64,
+        length: u32,
+    ) -> Option<TidWrite<P>> {
+        let conn = env.conn;
+        let path = qualify::Path {
+            dlid: u32::from(conn.path.dlid),
+            port_lid: u32::from(conn.path.slid),
+            lmc: 0,
+            is_9b: true,
+            pmtu: conn.pmtu,
+            remote: conn.remote_tid(),
+        };
+        let wr = WriteWorkRequest {
+            opcode: WrOpcode::RdmaWrite,
+            length,
+            remote_addr,
+            psn: self.next_psn,
+        };
+        let plan = qualify_write(&wr, &path).ok()?;
+        let n_flows = u16::from(plan.n_flows).clamp(1, MAX_FLOWS as u16);
+        let mut req = TidRequest::new(plan.seg_len, n_flows, conn.pmtu);
+        if req.alloc_flows(&env.rcd.mem, AllocContext::Atomic).is_err() {
+            return None;
+        }
+        req.acked_tail = req.setup_head;
+        Some(TidWrite {
+            req,
+            total_segs: plan.total_segs,
+            comp_seg: 0,
+            cur_seg: 0,
+            ack_seg: 0,
+            state: WState::Inactive,
+            r_ack_psn: FlowPsn::from_raw(0),
+        })
+    }
+
+    /// The QP went to the error state: the WRITE state goes back to idle
+    /// and every TID WRITE's flow records are freed (their completions
+    /// are the error path's). Kernel: the WRITE part of `rvt_error_qp()` /
+    /// `hfi1_qp_priv` reset.
+    pub(crate) fn write_error(&mut self) {
+        let stats = self.write.stats;
+        let retry = self.write.s_retry;
+        for (_, w) in self.sq.unfinished_mut() {
+            if let Some(t) = w.write.as_mut().and_then(|x| x.tid.as_mut()) {
+                if t.req.clean_swqe().is_err() {
+                    self.stats.clean_refused += 1;
+                }
+            }
+        }
+        self.write = WriteState {
+            stats,
+            s_retry: retry,
+            ..WriteState::default()
+        };
+    }
+
+    /// The WRITE requester's state.
+    pub fn write_state(&self) -> &WriteState {
+        &self.write
+    }
+}

@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The TID RDMA WRITE requester and its second leg, with the responder
+//! played by the test through the wire builders: the WRITE_REQ's bytes,
+//! WRITE_DATA per segment after each WRITE_RESP (header, flow PSNs, SH,
+//! payload from the source memory), completion with the byte count after
+//! the TID ACKs, a PSN NAK that resends from its packet, the plain RDMA
+//! WRITE path, the READ/WRITE interlock in the real send path, bad
+//! input, and nothing held at the end.
+
+use hfi1_hal::consts::{
+    OP_TID_RDMA_WRITE_DATA, OP_TID_RDMA_WRITE_DATA_LAST, OP_TID_RDMA_WRITE_REQ,
+};
+use hfi1_hal::lock_order::LockToken;
+use hfi1_hal::sim::SimMemory;
+use hfi1_hal::{FlowIndex, FlowPsn, Generation, Psn, TidCtrl, TidEntry};
+use tid_flow::{RcvCtxt, Sge};
+use tid_harness::doubles::{self, Outbox, PageAllocator};
+use tid_harness::platform::{SoftPlatform, SoftQp, new_ctxt, new_qp};
+use tid_read_proto::opfn::TidParams;
+use tid_read_proto::packet::Path;
+use tid_read_proto::qp;
+use tid_read_proto::rc::{Completion, Connection, SourceData, WcStatus};
+use tid_read_proto::requester::ReadWr;
+use tid_read_proto::wire::tid_ack::{AckFields, AckKind};
+use tid_read_proto::wire::{
+    aeth, frame, reth, tid_ack, tid_entries, write_data, write_req, write_resp,
+};
+use tid_read_proto::write::requester::{
+    OP_RDMA_WRITE_FIRST, OP_RDMA_WRITE_LAST, OP_RDMA_WRITE_MIDDLE, TidAckVerdict, WriteRespVerdict,
+    WriteWr,
+};
+use tid_read_proto::write::second_leg;
+
+const REMOTE: u64 = 0x5000_0000;
+const SEG: u32 = 256 * 1024;
+const GEN: u32 = 9;
+
+/// The local memory as the engines' source.
+struct Src<'a>(&'a SimMemory);
+
+impl SourceData for Src<'_> {
+    fn read(&self, vaddr: u64, out: &mut [u8]) -> bool {
+        self.0.read(vaddr, out).is_ok()
+    }
+}
+
+/// One requester QP on its own context; the test plays the responder.
+struct World {
+    rcd: Box<RcvCtxt<SoftPlatform>>,
+    qp: SoftQp,
+    mem: SimMemory,
+    remote: TidParams,
+}
+
+fn world() -> World {
+    let remote = TidParams::local(2, 32, 14, false);
+    let conn = Connection {
+        verbs_qpn: 0x100,
+        remote_verbs_qpn: 0x400,
+        local: TidParams::local(1, 32, 14, false),
+        remote,
+        pmtu: 4096,
+        path: Path { dlid: 2, slid: 1 },
+        ..Connection::default()
+    };
+    World {
+        rcd: new_ctxt(1, 8, 4, 9).unwrap(),
+        qp: new_qp(0x100, 0, 0, conn, Psn::new(7)),
+        mem: SimMemory::new(),
+        remote,
+    }
+}
+
+impl World {
+    /// `len` bytes of scattered local pages holding the pattern of the
+    /// remote range they are written to.
+    fn source(&mut self, pfn: u64, len: u32, remote: u64) -> Vec<Sge> {
+        let sges = PageAllocator::new(pfn).scattered(u64::from(len.div_ceil(4096)));
+        doubles::map(&mut self.mem, &sges);
+        let mut off = 0u64;
+        for s in &sges {
+            let mut b = vec![0u8; s.length as usize];
+            doubles::fill_pattern(remote + off, &mut b);
+            self.mem.write(s.vaddr, &b).unwrap();
+            off += u64::from(s.length);
+        }
+        sges
+    }
+
+    fn post_write(&self, wr_id: u64, remote: u64, sges: &[Sge]) {
+        let mut root = LockToken::root();
+        let mut g = self.qp.s_lock.lock(&mut root);
+        qp::post_write(
+            &self.rcd,
+            &self.qp,
+            &mut g,
+            &WriteWr {
+                wr_id,
+                remote_addr: remote,
+                rkey: 9,
+                sges,
+            },
+        )
+        .unwrap();
+    }
+
+    fn post_read(&self, wr_id: u64, sges: &[Sge]) {
+        let mut root = LockToken::root();
+        let mut g = self.qp.s_lock.lock(&mut root);
+        qp::post_read(
+            &self.rcd,
+            &self.qp,
+            &mut g,
+            &ReadWr {
+                wr_id,
+                remote_addr: REMOTE,
+                rkey: 9,
+                sges,
+            },
+        )
+        .unwrap();
+    }
+
+    /// Runs the first leg once per pending schedule.
+    fn first_leg(&self) -> Vec<Vec<u8>> {
+        let mut root = LockToken::root();
+        let mut s = Outbox::new();
+        while let Some(qp) = self.rcd.sched.pop_send() {
+            qp::send_engine_with(&self.rcd, &qp, &mut root, &mut s, &Src(&self.mem)).unwrap();
+        }
+        s.drain().collect()
+    }
+
+    /// Runs the second leg once per pending work item.
+    fn second_leg(&self) -> Vec<Vec<u8>> {
+        let mut root = LockToken::root();
+        let mut s = Outbox::new();
+        while let Some((_, qp)) = self.rcd.sched.pop_tid_send() {
+            second_leg::do_tid_send(&self.rcd, &qp, &mut root, &mut s, &Src(&self.mem)).unwrap();
+        }
+        s.drain().collect()
+    }
+
+    /// A WRITE_RESP for a segment at IB PSN `psn` over `entries`, flow
+    /// sequences from `spsn`.
+    fn write_resp(&self, psn: u32, spsn: u32, entries: &[TidEntry]) -> WriteRespVerdict {
+        let b = write_resp::build(&write_resp::WriteRespFields {
+            remote_qp: TidParams::local(1, 32, 14, false).qp,
+            remote_jkey: 32,
+            remote_verbs_qp: 0x100,
+            aeth: aeth::Repr {
+                syndrome: 0x1F,
+                msn: 1,
+            },
+            generation: Generation::new(GEN).unwrap(),
+            spsn,
+            local_qp: self.remote.qp,
+            flow: FlowIndex::new(3).unwrap(),
+            ctxt: 2,
+            ib_psn: Psn::new(psn),
+        });
+        let mut payload = vec![0u8; entries.len() * 4];
+        tid_entries::emit(entries, &mut payload).unwrap();
+        let mut root = LockToken::root();
+        let mut g = self.qp.s_lock.lock(&mut root);
+        qp::receive_write_resp(
+            &self.rcd,
+            &self.qp,
+            &mut g,
+            Psn::new(psn),
+            &b.header,
+            &payload,
+        )
+    }
+
+    /// A TID ACK (`nak`: a PSN NAK expecting `seq`) for the segment
+    /// whose WRITE_RESP had IB PSN `resp_psn`.
+    fn tid_ack(&self, resp_psn: u32, seq: u32, nak: bool) -> TidAckVerdict {
+        let g9 = Generation::new(GEN).unwrap();
+        let b = tid_ack::build(&AckFields {
+            remote_qp: TidParams::local(1, 32, 14, false).qp,
+            remote_jkey: 32,
+            remote_verbs_qp: 0x100,
+            aeth: aeth::Repr {
+                syndrome: if nak { 0x60 } else { 0x1F },
+                msn: 1,
+            },
+            local_qp: self.remote.qp,
+            flow: FlowIndex::new(3).unwrap(),
+            ctxt: 2,
+            resp_ib_psn: Psn::new(resp_psn),
+            kind: if nak {
+                AckKind::Nak {
+                    expected: FlowPsn::new(g9, seq),
+                }
+            } else {
+                AckKind::Segment {
+                    last: FlowPsn::new(g9, seq),
+                }
+            },
+        });
+        let mut root = LockToken::root();
+        let mut g = self.qp.s_lock.lock(&mut root);
+        qp::receive_tid_ack(
+            &self.rcd,
+            &self.qp,
+            &mut g,
+            FlowPsn::from_raw(b.bth.psn.get()),
+            &b.header,
+        )
+    }
+
+    fn poll(&self) -> Option<Completion> {
+        let mut root = LockToken::root();
+        self.qp.s_lock.lock(&mut root).ext.requester.poll()
+    }
+
+    /// Flow records, QP references and region pages held beyond the QP's
+    /// own.
+    fn held(&self) -> (usize, usize) {
+        (self.rcd.mem.live_allocations(), self.qp.live_refs())
+    }
+}
+
+/// Four TID entries of 16 pages: one 256 KiB segment.
+fn entries(base: u32) -> Vec<TidEntry> {
+    (0..4)
+        .map(|i| TidEntry::new(base + 8 * i, TidCtrl::Pair, 16).unwrap())
+        .collect()
+}
+
+/// Checks a segment's WRITE_DATA stream: 64 packets in flow PSN order
+/// from `spsn`, SH on all but the last, the last asking for an ACK and
+/// carrying `last_op`, every payload the pattern of the remote bytes at
+/// `remote`.
+fn check_segment(pkts: &[Vec<u8>], spsn: u32, remote: u64, last_op: u8) {
+    assert_eq!(pkts.len(), 64);
+    for (k, p) in pkts.iter().enumerate() {
+        let f = frame::parse(p).unwrap();
+        let last = k == 63;
+        let want = if last {
+            last_op
+        } else {
+            OP_TID_RDMA_WRITE_DATA
+        };
+        assert_eq!(f.bth.opcode, want, "packet {k}");
+        assert_eq!(
+            f.bth.psn.get(),
+            FlowPsn::new(Generation::new(GEN).unwrap(), spsn + k as u32).raw()
+        );
+        assert_eq!(f.bth.ack_req, last);
+        // tid_flow_qp: responder KDETH QP | flow 3 << 11 | ctxt 2.
+        assert_eq!(
+            f.bth.dest_qp,
+            (TidParams::local(2, 32, 14, false).qp & !0xFFFF) | 3 << 11 | 2
+        );
+        let v = write_data::Packet::new_checked(f.body).unwrap();
+        let h = write_data::Repr::parse(&v).unwrap();
+        assert_eq!(h.kdeth.kdeth0.sh(), !last);
+        assert_eq!(h.verbs_qp, 0x400);
+        let data = v.payload();
+        assert_eq!(data.len(), 4096);
+        assert_eq!(
+            doubles::mismatched_bytes(remote + 4096 * k as u64, data),
+            0,
+            "packet {k} payload"
+        );
+    }
+}
+
+/// Kernel: `hfi1_build_tid_rdma_write_req()`, `hfi1_rc_rcv_tid_rdma_write_resp()`,
+/// `hfi1_make_tid_rdma_pkt()`, `hfi1_rc_rcv_tid_rdma_ack()`. A 512 KiB
+/// TID WRITE: one WRITE_REQ with the kernel's header, each WRITE_RESP
+/// schedules the second leg, which sends that segment's 64 packets (the
+/// very last a WRITE_DATA_LAST), and the second TID ACK completes the
+/// WRITE with its byte count; nothing is held afterwards.
+#[test]
+fn tid_write_round_trip() {
+    let mut w = world();
+    let src = w.source(0x1000, 2 * SEG, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    let out = w.first_leg();
+    assert_eq!(out.len(), 1);
+    let f = frame::parse(&out[0]).unwrap();
+    assert_eq!(f.bth.opcode, OP_TID_RDMA_WRITE_REQ);
+    assert_eq!(f.bth.psn, Psn::new(7));
+    assert!(f.bth.ack_req);
+    assert_eq!(f.bth.dest_qp, w.remote.qp);
+    let r = write_req::Repr::parse(&write_req::Packet::new_checked(f.body).unwrap()).unwrap();
+    assert_eq!(
+        r.reth,
+        reth::Repr {
+            vaddr: REMOTE,
+            rkey: 9,
+            length: 2 * SEG
+        }
+    );
+    assert_eq!(r.verbs_qp, 0x400);
+    assert_eq!(r.kdeth.kdeth1.raw(), 32);
+    // No data before a response.
+    assert!(w.second_leg().is_empty());
+
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    let seg0 = w.second_leg();
+    check_segment(&seg0, 0, REMOTE, OP_TID_RDMA_WRITE_DATA);
+    assert_eq!(w.write_resp(8, 64, &entries(64)), WriteRespVerdict::Taken);
+    let seg1 = w.second_leg();
+    check_segment(
+        &seg1,
+        64,
+        REMOTE + u64::from(SEG),
+        OP_TID_RDMA_WRITE_DATA_LAST,
+    );
+
+    assert_eq!(
+        w.tid_ack(7, 63, false),
+        TidAckVerdict::Acked {
+            segments: 1,
+            completed: 0
+        }
+    );
+    assert_eq!(w.poll(), None);
+    assert_eq!(
+        w.tid_ack(8, 127, false),
+        TidAckVerdict::Acked {
+            segments: 1,
+            completed: 1
+        }
+    );
+    assert_eq!(
+        w.poll(),
+        Some(Completion {
+            wr_id: 1,
+            length: 2 * SEG,
+            status: WcStatus::Success
+        })
+    );
+    // The ACK schedules the first leg, which has nothing to send.
+    assert!(w.first_leg().is_empty());
+    let mut root = LockToken::root();
+    let g = w.qp.s_lock.lock(&mut root);
+    let ws = g.ext.requester.write_state();
+    assert_eq!(ws.started(), 0);
+    assert!(!ws.tid_retry_timer().is_armed());
+    assert!(!g.ext.requester.retry_timer().is_armed());
+    assert_eq!(ws.stats.data_packets, 128);
+    assert_eq!(ws.stats.segments_acked, 2);
+    drop(g);
+    assert_eq!(w.held(), (0, 1));
+}
+
+/// Kernel: the PSN-sequence NAK branch of `hfi1_rc_rcv_tid_rdma_ack()`
+/// and `hfi1_tid_rdma_restart_req()`. A NAK expecting packet 10 of the
+/// only segment makes the second leg resend from exactly that packet, its
+/// payload the right bytes; the later ACK completes the WRITE.
+#[test]
+fn psn_nak_resends_from_its_packet() {
+    let mut w = world();
+    let src = w.source(0x1000, SEG, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    assert_eq!(w.first_leg().len(), 1);
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    assert_eq!(w.second_leg().len(), 64);
+    assert_eq!(w.tid_ack(7, 10, true), TidAckVerdict::Restart);
+    let again = w.second_leg();
+    assert_eq!(again.len(), 54);
+    let f = frame::parse(&again[0]).unwrap();
+    assert_eq!(f.bth.psn.get() & 0x7FF, 10);
+    let v = write_data::Packet::new_checked(f.body).unwrap();
+    assert_eq!(
+        doubles::mismatched_bytes(REMOTE + 10 * 4096, v.payload()),
+        0
+    );
+    let last = frame::parse(again.last().unwrap()).unwrap();
+    assert_eq!(last.bth.opcode, OP_TID_RDMA_WRITE_DATA_LAST);
+    assert!(matches!(
+        w.tid_ack(7, 63, false),
+        TidAckVerdict::Acked { completed: 1, .. }
+    ));
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+    assert!(w.first_leg().is_empty());
+    assert_eq!(w.held(), (0, 1));
+}
+
+/// Kernel: `hfi1_setup_tid_rdma_wqe()` (WRITE half) and the
+/// `IB_WR_RDMA_WRITE` case of `hfi1_make_rc_req()`. A WRITE to an
+/// unaligned remote address stays a plain RDMA WRITE: FIRST (with RETH),
+/// MIDDLE, LAST packets at consecutive IB PSNs carrying the source bytes,
+/// completed by the RC ACK of its last PSN.
+#[test]
+fn unaligned_write_goes_plain_and_completes_on_the_rc_ack() {
+    let mut w = world();
+    let remote = REMOTE + 0x200;
+    let src = w.source(0x1000, 3 * 4096, remote);
+    w.post_write(5, remote, &src);
+    let out = w.first_leg();
+    let ops: Vec<u8> = out
+        .iter()
+        .map(|p| frame::parse(p).unwrap().bth.opcode)
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            OP_RDMA_WRITE_FIRST,
+            OP_RDMA_WRITE_MIDDLE,
+            OP_RDMA_WRITE_LAST
+        ]
+    );
+    for (k, p) in out.iter().enumerate() {
+        let f = frame::parse(p).unwrap();
+        assert_eq!(f.bth.psn, Psn::new(7 + k as u32));
+        assert_eq!(f.bth.dest_qp, 0x400);
+        let data = if k == 0 {
+            let r = reth::Repr::parse(&reth::Packet::new_checked(f.body).unwrap()).unwrap();
+            assert_eq!((r.vaddr, r.length), (remote, 3 * 4096));
+            &f.body[reth::HEADER_LEN..]
+        } else {
+            f.body
+        };
+        assert_eq!(doubles::mismatched_bytes(remote + 4096 * k as u64, data), 0);
+    }
+    let mut root = LockToken::root();
+    let mut g = w.qp.s_lock.lock(&mut root);
+    let a = aeth::Repr {
+        syndrome: 0x1F,
+        msn: 1,
+    };
+    let _ = qp::receive_ack(&w.rcd, &w.qp, &mut g, Psn::new(9), &a);
+    drop(g);
+    assert_eq!(
+        w.poll(),
+        Some(Completion {
+            wr_id: 5,
+            length: 3 * 4096,
+            status: WcStatus::Success
+        })
+    );
+    assert_eq!(w.held(), (0, 1));
+}
+
+/// Kernel: `hfi1_tid_rdma_wqe_interlock()` and `do_rc_completion()`. A
+/// READ posted after a TID WRITE waits in the real first leg until the
+/// WRITE's last segment is acknowledged; then its request goes out.
+/// With the rule taken out (`prev_write_pending` false in
+/// `Requester::interlocked`) the READ request leaves with the WRITE_REQ.
+#[test]
+fn read_after_unfinished_tid_write_waits() {
+    let mut w = world();
+    let src = w.source(0x1000, SEG, REMOTE);
+    let dst = w.source(0x9000, 8192, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    w.post_read(2, &dst);
+    let out = w.first_leg();
+    let ops: Vec<u8> = out
+        .iter()
+        .map(|p| frame::parse(p).unwrap().bth.opcode)
+        .collect();
+    assert_eq!(ops, [OP_TID_RDMA_WRITE_REQ]);
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    assert_eq!(w.second_leg().len(), 64);
+    // The data is out, not acknowledged: still held.
+    assert!(w.first_leg().is_empty());
+    assert!(matches!(
+        w.tid_ack(7, 63, false),
+        TidAckVerdict::Acked { completed: 1, .. }
+    ));
+    let out = w.first_leg();
+    assert_eq!(out.len(), 1);
+    // An RDMA READ request (the READ is 8 KiB, under the TID threshold).
+    assert_eq!(frame::parse(&out[0]).unwrap().bth.opcode, 0x0C);
+    assert_eq!(frame::parse(&out[0]).unwrap().bth.psn, Psn::new(8));
+}
+
+/// Kernel: the checks of `hfi1_rc_rcv_tid_rdma_write_resp()` and
+/// `hfi1_rc_rcv_tid_rdma_ack()`. Bad input is dropped or fails the QP
+/// with a status, never panics: a WRITE_RESP before any WRITE_REQ, one
+/// at a PSN ahead, a TID ACK with nothing outstanding, a WRITE_RESP
+/// whose TID list does not cover the segment (LOC_LEN_ERR, the QP in
+/// error, everything released).
+#[test]
+fn bad_input_is_dropped_or_fails_the_qp() {
+    let mut w = world();
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Dropped);
+    assert_eq!(w.tid_ack(7, 63, false), TidAckVerdict::Dropped);
+    let src = w.source(0x1000, 2 * SEG, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    assert_eq!(w.first_leg().len(), 1);
+    assert_eq!(w.write_resp(100, 0, &entries(0)), WriteRespVerdict::Dropped);
+    assert_eq!(w.write_resp(8, 0, &entries(0)), WriteRespVerdict::Dropped);
+    // A stale ACK for a segment never responded to.
+    assert_eq!(w.tid_ack(7, 63, false), TidAckVerdict::Dropped);
+    let short = [TidEntry::new(0, TidCtrl::Pair, 16).unwrap()];
+    assert_eq!(
+        w.write_resp(7, 0, &short),
+        WriteRespVerdict::Fatal(WcStatus::LocalLength)
+    );
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::LocalLength));
+    while w.rcd.sched.pop_send().is_some() {}
+    while w.rcd.sched.pop_tid_send().is_some() {}
+    assert_eq!(w.held(), (0, 1));
+}
