@@ -499,3 +499,131 @@ fn bad_input_is_dropped_or_fails_the_qp() {
     while w.rcd.sched.pop_tid_send().is_some() {}
     assert_eq!(w.held(), (0, 1));
 }
+
+/// Kernel: the RNR case of `do_rc_ack()` for a TID WRITE
+/// (`reset_psn(s_last_psn + 1)`) and `rvt_rc_rnr_retry()`. An RNR NAK for
+/// the WRITE_REQ's PSN (the responder had no TIDs) stops sending until
+/// the RNR timer fires; then the whole WRITE_REQ goes again at the same
+/// PSN and the WRITE completes normally.
+#[test]
+fn rnr_nak_on_write_req_resends_it_whole_after_the_timer() {
+    let mut w = world();
+    let src = w.source(0x1000, SEG, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    assert_eq!(w.first_leg().len(), 1);
+    let mut root = LockToken::root();
+    let mut g = w.qp.s_lock.lock(&mut root);
+    // RNR NAK, timer index 2.
+    let rnr = aeth::Repr {
+        syndrome: 0x22,
+        msn: 0,
+    };
+    let _ = qp::receive_ack(&w.rcd, &w.qp, &mut g, Psn::new(7), &rnr);
+    assert!(g.ext.requester.rnr_timer().is_armed());
+    drop(g);
+    assert!(w.first_leg().is_empty());
+    let mut g = w.qp.s_lock.lock(&mut root);
+    assert!(qp::rnr_timeout(&w.rcd, &w.qp, &mut g));
+    drop(g);
+    let out = w.first_leg();
+    assert_eq!(out.len(), 1);
+    let f = frame::parse(&out[0]).unwrap();
+    assert_eq!(
+        (f.bth.opcode, f.bth.psn),
+        (OP_TID_RDMA_WRITE_REQ, Psn::new(7))
+    );
+    let r = write_req::Repr::parse(&write_req::Packet::new_checked(f.body).unwrap()).unwrap();
+    assert_eq!((r.reth.vaddr, r.reth.length), (REMOTE, SEG));
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    check_segment(&w.second_leg(), 0, REMOTE, OP_TID_RDMA_WRITE_DATA_LAST);
+    assert!(matches!(
+        w.tid_ack(7, 63, false),
+        TidAckVerdict::Acked { completed: 1, .. }
+    ));
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+    assert!(w.first_leg().is_empty());
+    assert_eq!(w.held(), (0, 1));
+}
+
+/// Kernel: `rvt_rc_timeout()` → `hfi1_restart_rc(s_last_psn + 1)` →
+/// `reset_psn()`'s `TID_OP(WRITE_RESP)` state and the
+/// `TID_OP(WRITE_RESP)` case of `hfi1_make_rc_req()`. With the second
+/// WRITE_RESP of a 2-segment WRITE lost, the retry timer's expiry sends a
+/// WRITE_REQ for the second segment only (its PSN, its address, its
+/// length). With `reset_psn()` not knowing TID WRITEs (the READ
+/// requester's rule alone) the expiry sent an RDMA READ request instead.
+#[test]
+fn lost_write_resp_resends_the_write_req_for_the_rest() {
+    let mut w = world();
+    let src = w.source(0x1000, 2 * SEG, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    assert_eq!(w.first_leg().len(), 1);
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    assert_eq!(w.second_leg().len(), 64);
+    let mut root = LockToken::root();
+    let mut g = w.qp.s_lock.lock(&mut root);
+    assert!(g.ext.requester.retry_timer().is_armed());
+    assert!(qp::timeout(&w.rcd, &w.qp, &mut g));
+    drop(g);
+    let out = w.first_leg();
+    assert_eq!(out.len(), 1);
+    let f = frame::parse(&out[0]).unwrap();
+    assert_eq!(
+        (f.bth.opcode, f.bth.psn),
+        (OP_TID_RDMA_WRITE_REQ, Psn::new(8))
+    );
+    let r = write_req::Repr::parse(&write_req::Packet::new_checked(f.body).unwrap()).unwrap();
+    assert_eq!(
+        (r.reth.vaddr, r.reth.length),
+        (REMOTE + u64::from(SEG), SEG)
+    );
+    assert_eq!(w.write_resp(8, 64, &entries(64)), WriteRespVerdict::Taken);
+    check_segment(
+        &w.second_leg(),
+        64,
+        REMOTE + u64::from(SEG),
+        OP_TID_RDMA_WRITE_DATA_LAST,
+    );
+    assert!(matches!(
+        w.tid_ack(8, 127, false),
+        TidAckVerdict::Acked {
+            segments: 2,
+            completed: 1
+        }
+    ));
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+}
+
+/// Kernel: `hfi1_tid_retry_timeout()`. Data sent and no TID ACK: each
+/// expiry sends the segment again (from its first packet) while retries
+/// are left; with none left the WRITE completes `RETRY_EXC_ERR`, the QP
+/// is in error and nothing is held.
+#[test]
+fn tid_retry_expiries_resend_then_exhaust() {
+    let mut w = world();
+    let src = w.source(0x1000, SEG, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    assert_eq!(w.first_leg().len(), 1);
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    assert_eq!(w.second_leg().len(), 64);
+    let mut root = LockToken::root();
+    for n in 0..7 {
+        let mut g = w.qp.s_lock.lock(&mut root);
+        assert!(
+            g.ext.requester.write_state().tid_retry_timer().is_armed(),
+            "try {n}"
+        );
+        assert!(qp::tid_retry_timeout(&w.rcd, &w.qp, &mut g));
+        drop(g);
+        let again = w.second_leg();
+        assert_eq!(again.len(), 64, "try {n}");
+        assert_eq!(frame::parse(&again[0]).unwrap().bth.psn.get() & 0x7FF, 0);
+    }
+    let mut g = w.qp.s_lock.lock(&mut root);
+    assert!(qp::tid_retry_timeout(&w.rcd, &w.qp, &mut g));
+    drop(g);
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::RetryExceeded));
+    assert!(w.second_leg().is_empty());
+    while w.rcd.sched.pop_send().is_some() {}
+    assert_eq!(w.held(), (0, 1));
+}

@@ -78,9 +78,15 @@ impl<P: FlowPlatform> Requester<P> {
                 break;
             }
         }
+        let cur = self.sq.get(self.sq.cur);
         self.s_state = if at_start {
             SendState::Start
-        } else if self.sq.get(self.sq.cur).is_some_and(|w| w.tid.is_some()) {
+        } else if cur.is_some_and(|w| w.tid_write().is_some()) {
+            // Kernel: `TID_OP(WRITE_RESP)`, the WRITE_REQ for the rest.
+            SendState::TidWriteRest
+        } else if cur.is_some_and(|w| w.is_plain_write()) {
+            SendState::PlainWrite
+        } else if cur.is_some_and(|w| w.tid.is_some()) {
             SendState::TidRestart
         } else {
             SendState::PlainRest
