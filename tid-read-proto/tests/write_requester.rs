@@ -594,12 +594,112 @@ fn lost_write_resp_resends_the_write_req_for_the_rest() {
     assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
 }
 
-/// Kernel: `hfi1_tid_retry_timeout()`. Data sent and no TID ACK: each
-/// expiry sends the segment again (from its first packet) while retries
-/// are left; with none left the WRITE completes `RETRY_EXC_ERR`, the QP
-/// is in error and nothing is held.
+/// Kernel: `hfi1_tid_retry_timeout()`, `hfi1_build_tid_rdma_resync()`,
+/// the RESYNC-ACK branch of `hfi1_rc_rcv_tid_rdma_ack()`. The TID ACK of
+/// the only segment never comes: the expiry halts the first leg and
+/// sends one RESYNC, PSN the last sequence of the flow's generation; the
+/// second leg then waits; the RESYNC ACK (nothing of the segment
+/// received) renumbers the segment into the next generation from 0, and
+/// the whole segment goes again there; its ACK completes the WRITE.
+/// Each further expiry sends another RESYNC; with the budget spent the
+/// WRITE completes `RETRY_EXC_ERR`.
 #[test]
-fn tid_retry_expiries_resend_then_exhaust() {
+fn tid_retry_sends_a_resync_and_its_ack_renumbers() {
+    let mut w = world();
+    let src = w.source(0x1000, SEG, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    assert_eq!(w.first_leg().len(), 1);
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    assert_eq!(w.second_leg().len(), 64);
+    let mut root = LockToken::root();
+    let mut g = w.qp.s_lock.lock(&mut root);
+    assert!(qp::tid_retry_timeout(&w.rcd, &w.qp, &mut g));
+    drop(g);
+    let out = w.second_leg();
+    assert_eq!(out.len(), 1);
+    let f = frame::parse(&out[0]).unwrap();
+    assert_eq!(f.bth.opcode, hfi1_hal::consts::OP_TID_RDMA_RESYNC);
+    assert_eq!(f.bth.psn.get(), GEN << 11 | 0x7FF);
+    assert!(f.bth.ack_req);
+    assert_eq!(f.bth.dest_qp, w.remote.qp);
+    // Waiting for the RESYNC's ACK: nothing more, an ordinary ACK dropped.
+    assert!(w.second_leg().is_empty());
+    assert_eq!(w.tid_ack(7, 63, false), TidAckVerdict::Dropped);
+    let b = tid_ack::build(&AckFields {
+        remote_qp: TidParams::local(1, 32, 14, false).qp,
+        remote_jkey: 32,
+        remote_verbs_qp: 0x100,
+        aeth: aeth::Repr {
+            syndrome: 0x1F,
+            msn: 1,
+        },
+        local_qp: w.remote.qp,
+        flow: FlowIndex::new(3).unwrap(),
+        ctxt: 2,
+        resp_ib_psn: Psn::new(7),
+        kind: AckKind::Resync {
+            generation: Generation::new(GEN + 1).unwrap(),
+            saved: FlowPsn::new(Generation::new(GEN - 1).unwrap(), 0x7FE),
+        },
+    });
+    let mut g = w.qp.s_lock.lock(&mut root);
+    let v = qp::receive_tid_ack(
+        &w.rcd,
+        &w.qp,
+        &mut g,
+        FlowPsn::from_raw(b.bth.psn.get()),
+        &b.header,
+    );
+    assert!(matches!(v, TidAckVerdict::Acked { segments: 0, .. }));
+    drop(g);
+    let again = w.second_leg();
+    assert_eq!(again.len(), 64);
+    for (k, p) in again.iter().enumerate() {
+        let f = frame::parse(p).unwrap();
+        assert_eq!(f.bth.psn.get(), (GEN + 1) << 11 | k as u32);
+        let v = write_data::Packet::new_checked(f.body).unwrap();
+        assert_eq!(
+            doubles::mismatched_bytes(REMOTE + 4096 * k as u64, v.payload()),
+            0
+        );
+    }
+    let b = tid_ack::build(&AckFields {
+        remote_qp: TidParams::local(1, 32, 14, false).qp,
+        remote_jkey: 32,
+        remote_verbs_qp: 0x100,
+        aeth: aeth::Repr {
+            syndrome: 0x1F,
+            msn: 1,
+        },
+        local_qp: w.remote.qp,
+        flow: FlowIndex::new(3).unwrap(),
+        ctxt: 2,
+        resp_ib_psn: Psn::new(7),
+        kind: AckKind::Segment {
+            last: FlowPsn::new(Generation::new(GEN + 1).unwrap(), 63),
+        },
+    });
+    let mut g = w.qp.s_lock.lock(&mut root);
+    let v = qp::receive_tid_ack(
+        &w.rcd,
+        &w.qp,
+        &mut g,
+        FlowPsn::from_raw(b.bth.psn.get()),
+        &b.header,
+    );
+    assert!(matches!(v, TidAckVerdict::Acked { completed: 1, .. }));
+    drop(g);
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+    while w.rcd.sched.pop_send().is_some() {}
+    assert_eq!(w.held(), (0, 1));
+}
+
+/// Kernel: `hfi1_tid_retry_timeout()`. Data sent and no TID ACK ever:
+/// each expiry sends one RESYNC while retries are left; with none left
+/// the WRITE completes `RETRY_EXC_ERR`, the QP is in error and nothing
+/// is held.
+#[test]
+fn tid_retry_expiries_exhaust_the_budget() {
     let mut w = world();
     let src = w.source(0x1000, SEG, REMOTE);
     w.post_write(1, REMOTE, &src);
@@ -616,8 +716,11 @@ fn tid_retry_expiries_resend_then_exhaust() {
         assert!(qp::tid_retry_timeout(&w.rcd, &w.qp, &mut g));
         drop(g);
         let again = w.second_leg();
-        assert_eq!(again.len(), 64, "try {n}");
-        assert_eq!(frame::parse(&again[0]).unwrap().bth.psn.get() & 0x7FF, 0);
+        assert_eq!(again.len(), 1, "try {n}");
+        assert_eq!(
+            frame::parse(&again[0]).unwrap().bth.opcode,
+            hfi1_hal::consts::OP_TID_RDMA_RESYNC
+        );
     }
     let mut g = w.qp.s_lock.lock(&mut root);
     assert!(qp::tid_retry_timeout(&w.rcd, &w.qp, &mut g));

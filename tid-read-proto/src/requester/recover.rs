@@ -230,6 +230,8 @@ impl<P: FlowPlatform> Requester<P> {
         self.flags = Flags::default();
         self.release_everything(env);
         self.write_error();
+        *env.locked.flags &=
+            !(hfi1_hal::flags::SFlags::WAIT_HALT | hfi1_hal::flags::SFlags::WAIT_TID_RESP);
         let unfinished: arrayvec::ArrayVec<u32, { crate::rc::SQ_SIZE }> =
             self.sq.unfinished_mut().map(|(i, _)| i).collect();
         for (n, i) in unfinished.into_iter().enumerate() {

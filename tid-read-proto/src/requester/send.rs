@@ -115,7 +115,13 @@ impl<P: FlowPlatform> Requester<P> {
                 self.error_qp(env);
                 return Ok(());
             }
-            if self.flags.wait_ack || self.rnr_timer.is_armed() {
+            if self.flags.wait_ack
+                || self.rnr_timer.is_armed()
+                || env
+                    .locked
+                    .flags
+                    .contains(hfi1_hal::flags::SFlags::WAIT_HALT)
+            {
                 return Ok(());
             }
             let step = self.step(env, sink, src)?;

@@ -188,6 +188,7 @@ impl<P: FlowPlatform> Requester<P> {
             TidSendState::WriteResp => self.write.s_state = TidSendState::WriteData,
             TidSendState::WriteData => {}
             TidSendState::WriteDataLast => return Ok(None),
+            TidSendState::Resync => return self.make_resync(env, buf),
         }
         let conn = env.conn;
         let Some(w) = self.sq.get_mut(tail) else {
@@ -256,6 +257,68 @@ impl<P: FlowPlatform> Requester<P> {
         Ok(Some(n))
     }
 
+    /// Builds the RESYNC: the generation after the newest flow of the
+    /// TID WRITE at `s_tid_cur` (or the one before it, if that has no
+    /// response yet), PSN the last sequence of the current one, asking
+    /// for an ACK; the second leg then waits for it. Kernel: the
+    /// `TID_OP(RESYNC)` case of `hfi1_make_tid_rdma_pkt()` and
+    /// `hfi1_build_tid_rdma_resync()`.
+    fn make_resync(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        buf: &mut [u8],
+    ) -> Result<Option<usize>, EngineError> {
+        let Some(mut cur) = self.write.s_tid_cur else {
+            return Ok(None);
+        };
+        if self
+            .sq
+            .get(cur)
+            .and_then(|w| w.tid_write())
+            .is_some_and(|t| t.comp_seg == 0)
+        {
+            cur = cur.wrapping_sub(1);
+        }
+        let Some(t) = self.sq.get(cur).and_then(|w| w.tid_write()) else {
+            return Ok(None);
+        };
+        let newest = t
+            .req
+            .setup_head
+            .wrapping_add(hfi1_hal::consts::MAX_FLOWS as u16 - 1)
+            % hfi1_hal::consts::MAX_FLOWS as u16;
+        let Some(f) = t.req.flow(newest) else {
+            return Ok(None);
+        };
+        let conn = env.conn;
+        let b = crate::wire::resync::build(&crate::wire::resync::ResyncFields {
+            remote_qp: conn.remote.qp,
+            remote_jkey: conn.remote.jkey,
+            remote_verbs_qp: conn.remote_verbs_qpn,
+            flow_generation: f.psns.generation,
+        });
+        self.write.s_resync_psn = b.bth.psn;
+        let out = BthOut {
+            opcode: b.bth.opcode,
+            dest_qp: b.bth.dest_qp,
+            ack_req: true,
+            psn: b.bth.psn,
+        };
+        let hlen = crate::wire::resync::HEADER_LEN;
+        let n = frame(buf, conn.path, out, hlen, |body| {
+            b.header
+                .emit(&mut crate::wire::resync::Packet::new_unchecked(body))
+                .map_err(PacketError::from)
+        })?;
+        if self.write.tid_flags.contains(TidFlags::SEND_ONE) {
+            self.write.tid_flags &= !TidFlags::SEND_ONE;
+            self.write.tid_flags |= TidFlags::WAIT_ACK;
+        }
+        self.write.stats.resyncs += 1;
+        self.arm_tid_retry(env);
+        Ok(Some(n))
+    }
+
     /// A segment's last packet went out: `clear_tail` and `cur_seg` move
     /// on; past the request's last segment the second leg moves to the
     /// next TID WRITE (`update_tid_tail()`); the TID retry timer starts
@@ -277,11 +340,18 @@ impl<P: FlowPlatform> Requester<P> {
             self.write.s_state = TidSendState::WriteDataLast;
             self.update_tid_tail();
         }
+        self.arm_tid_retry(env);
+    }
+
+    /// After a packet asking for an ACK: the TID retry timer starts if it
+    /// does not run and a segment is unacknowledged. Kernel:
+    /// `hfi1_rc_send_complete()`'s TID WRITE part.
+    fn arm_tid_retry(&mut self, env: &Env<'_, '_, P>) {
         let unacked = self
             .sq
             .get(self.sq.acked)
             .and_then(|w| w.tid_write())
-            .is_some_and(|t| t.ack_seg < t.cur_seg);
+            .is_some_and(|t| t.ack_seg < t.comp_seg.max(t.cur_seg));
         if unacked && !self.write.tid_retry.is_armed() {
             self.write
                 .tid_retry

@@ -11,9 +11,11 @@
 //! acknowledges everything before its PSN; only the PSN-sequence code
 //! acts: inside the oldest unacknowledged segment it rewinds the second
 //! leg to resend from that packet. Other codes are ignored, as in 6.1.
+//! The TID retry timer sends a RESYNC (the first leg halted); its ACK
+//! renumbers what is not acknowledged into the next generation.
 
 use hfi1_hal::FlowPsn;
-use hfi1_hal::flags::TidFlags;
+use hfi1_hal::flags::{SFlags, TidFlags};
 use hfi1_hal::services::TidScheduler;
 use tid_flow::FlowPlatform;
 
@@ -21,6 +23,7 @@ use super::{TidSendState, WState};
 use crate::rc::WcStatus;
 use crate::rc::nak::AethKind;
 use crate::requester::{Env, Requester};
+use crate::wire::resync::is_resync_psn;
 use crate::wire::tid_ack;
 
 /// What a TID ACK did.
@@ -54,10 +57,9 @@ fn cmp(a: u32, b: u32) -> i32 {
 }
 
 impl<P: FlowPlatform> Requester<P> {
-    /// Receives a TID ACK with BTH (flow) PSN `psn`. Kernel:
-    /// `hfi1_rc_rcv_tid_rdma_ack()` (its RESYNC-ACK branch is not built:
-    /// no RESYNC is sent, see the module doc of
-    /// [`crate::write::requester`]).
+    /// Receives a TID ACK with BTH (flow) PSN `psn`. While a RESYNC is
+    /// outstanding only its ACK is taken. Kernel:
+    /// `hfi1_rc_rcv_tid_rdma_ack()`.
     ///
     /// # Locking
     ///
@@ -73,7 +75,18 @@ impl<P: FlowPlatform> Requester<P> {
     {
         let kind = AethKind::of(&hdr.aeth);
         let nak = kind.is_nak();
-        let (mut ack_psn, mut ack_kpsn) = (hdr.verbs_psn, psn.raw());
+        if env.locked.flags.contains(SFlags::WAIT_HALT)
+            && psn.raw() != self.write.s_resync_psn.get()
+        {
+            return self.tid_ack_dropped();
+        }
+        let resync = is_resync_psn(psn.raw());
+        let kpsn = if resync {
+            hdr.resync_psn.raw()
+        } else {
+            psn.raw()
+        };
+        let (mut ack_psn, mut ack_kpsn) = (hdr.verbs_psn, kpsn);
         if nak {
             ack_psn = ack_psn.sub(1);
             ack_kpsn = ack_kpsn.wrapping_sub(1) & 0x7FFF_FFFF;
@@ -101,6 +114,14 @@ impl<P: FlowPlatform> Requester<P> {
             AethKind::Ack => {
                 self.write.stats.tid_acks += 1;
                 self.write.tid_flags &= !TidFlags::WAIT_ACK;
+                if resync {
+                    self.resync_ack(env, psn, kpsn);
+                    self.write.s_retry = env.conn.retry_cnt;
+                    return TidAckVerdict::Acked {
+                        segments,
+                        completed,
+                    };
+                }
                 let unacked = self
                     .sq
                     .get(self.sq.acked)
@@ -204,12 +225,96 @@ impl<P: FlowPlatform> Requester<P> {
         true
     }
 
+    /// The ACK of a RESYNC: the first leg resumes; every segment not
+    /// acknowledged, from `acked_tail` of the WRITE at `s_acked` through
+    /// `s_tid_cur`, is renumbered in the new generation from sequence 0
+    /// (the packets the responder already has, counted from its
+    /// `tid_flow_psn`, kept in `resync_npkts`), and the second leg resends
+    /// from there. Kernel: the RESYNC-ACK branch of
+    /// `hfi1_rc_rcv_tid_rdma_ack()`.
+    fn resync_ack(&mut self, env: &mut Env<'_, '_, P>, psn: FlowPsn, resync_psn: u32)
+    where
+        P::Sched: TidScheduler<P::Ref>,
+    {
+        self.write.stats.resync_acks += 1;
+        self.write.tid_retry.stop();
+        *env.locked.flags &= !SFlags::WAIT_HALT;
+        self.write.tid_flags &= !TidFlags::SEND_ONE;
+        env.schedule();
+        let acked = self.sq.acked;
+        let state = self
+            .sq
+            .get(acked)
+            .and_then(|w| w.tid_write())
+            .map(|t| (t.ack_seg == t.total_segs, t.ack_seg == t.comp_seg));
+        let Some((all, responded)) = state else {
+            self.write.s_state = TidSendState::WriteDataLast;
+            return;
+        };
+        if (self.write.s_tid_tail == Some(acked) && all) || acked == self.sq.tail {
+            self.write.s_state = TidSendState::WriteDataLast;
+            return;
+        }
+        if responded {
+            self.write.s_state = TidSendState::WriteData;
+            return;
+        }
+        let start = FlowPsn::from_raw(psn.raw().wrapping_add(1) & 0x7FFF_FFFF);
+        let generation = start.generation();
+        let mut resync = resync_psn;
+        let mut spsn = 0u32;
+        let cur = self.write.s_tid_cur.unwrap_or(acked);
+        let mut n = acked;
+        let mut first = true;
+        loop {
+            if let Some(t) = self.sq.get_mut(n).and_then(|w| w.tid_write_mut()) {
+                if first {
+                    t.r_ack_psn = start;
+                    if let Some(f) = t.req.flow_mut(t.req.acked_tail) {
+                        let fpsn = full(f.psns.generation, f.psns.spsn);
+                        if f.psns.generation.get() != resync >> 11 {
+                            resync = fpsn.wrapping_sub(1) & 0x7FFF_FFFF;
+                        }
+                        let got = cmp(resync.wrapping_add(1), fpsn).max(0);
+                        f.resync_npkts += got.unsigned_abs();
+                    }
+                }
+                let mut k = t.req.acked_tail;
+                while k != t.req.setup_head {
+                    if let Some(f) = t.req.flow_mut(k) {
+                        let lpsn = full(f.psns.generation, f.psns.lpsn);
+                        let npkts = cmp(lpsn, resync).max(0).unsigned_abs();
+                        f.npkts = npkts;
+                        f.psns.generation = generation;
+                        f.psns.spsn = spsn;
+                        f.psns.lpsn = (spsn + npkts).wrapping_sub(1);
+                        f.pkt = 0;
+                        spsn += npkts;
+                        resync = resync.wrapping_add(npkts);
+                    }
+                    k = tid_flow::ring_next(k);
+                }
+                t.cur_seg = if first { t.ack_seg } else { t.cur_seg };
+                first = false;
+            }
+            if n == cur || self.sq.get(n.wrapping_add(1)).is_none() {
+                break;
+            }
+            n = n.wrapping_add(1);
+        }
+        if let Some(t) = self.sq.get_mut(acked).and_then(|w| w.tid_write_mut()) {
+            t.cur_seg = t.ack_seg;
+        }
+        self.write.s_tid_tail = Some(acked);
+        self.write.s_state = TidSendState::WriteReq;
+        crate::write::second_leg::schedule_tid_send(env, &mut self.write);
+    }
+
     /// The TID retry timer expired: if it was running, with retries left
-    /// the oldest unacknowledged segment is sent again from its first
-    /// packet; with none left the WRITE at `s_acked` completes
+    /// a RESYNC goes out alone (the first leg halted until its ACK); with
+    /// none left the WRITE at `s_acked` completes
     /// [`WcStatus::RetryExceeded`] and the QP errors. Returns whether it
-    /// was running. Kernel: `hfi1_tid_retry_timeout()` (which sends a
-    /// RESYNC instead of resending; see the module doc).
+    /// was running. Kernel: `hfi1_tid_retry_timeout()`.
     ///
     /// # Locking
     ///
@@ -226,24 +331,11 @@ impl<P: FlowPlatform> Requester<P> {
             self.fail_oldest(env, WcStatus::RetryExceeded);
             return true;
         }
-        self.write.s_retry -= 1;
-        let acked = self.sq.acked;
-        let start = self
-            .sq
-            .get(acked)
-            .and_then(|w| w.tid_write())
-            .and_then(|t| t.req.flow(t.req.acked_tail))
-            .map(|f| FlowPsn::new(f.psns.generation, f.psns.spsn & 0x7FF));
-        let Some(start) = start else {
-            return true;
-        };
-        if let Some(t) = self.sq.get_mut(acked).and_then(|w| w.tid_write_mut()) {
-            t.r_ack_psn = start;
-            t.cur_seg = t.ack_seg;
-        }
         self.write.tid_flags &= !TidFlags::WAIT_ACK;
-        self.write.s_tid_tail = Some(acked);
-        self.write.s_state = TidSendState::WriteReq;
+        self.write.tid_flags |= TidFlags::SEND_ONE;
+        *env.locked.flags |= SFlags::WAIT_HALT;
+        self.write.s_state = TidSendState::Resync;
+        self.write.s_retry -= 1;
         crate::write::second_leg::schedule_tid_send(env, &mut self.write);
         true
     }

@@ -25,12 +25,6 @@
 //! - **IB PSNs are given when a WRITE starts**, as for READs (see the
 //!   READ requester's module doc); a TID WRITE takes one PSN per segment
 //!   exactly as 6.1's `wqe->lpsn = psn + total_segs - 1`.
-//! - **No RESYNC yet**: a TID retry expiry with budget left restarts the
-//!   oldest unacknowledged segment from its first packet in the same
-//!   generation (the responder's chip then sees packets it already
-//!   placed: sequence errors it NAKs, or a duplicate last packet); with
-//!   the budget spent the WRITE completes `RETRY_EXC_ERR` and the QP
-//!   errors, as in 6.1. 6.1 sends a RESYNC and renumbers.
 //! - A WRITE_RESP whose TID list does not cover its segment completes the
 //!   oldest request `LOC_LEN_ERR` and errors the QP (6.1 errors the QP
 //!   with that status and flushes every request).
@@ -137,6 +131,9 @@ pub(crate) enum TidSendState {
     WriteData,
     /// Nothing newer to send. Kernel: `TID_OP(WRITE_DATA_LAST)`.
     WriteDataLast,
+    /// Send a RESYNC (the TID retry timer expired). Kernel:
+    /// `TID_OP(RESYNC)`.
+    Resync,
 }
 
 counters! {
@@ -172,6 +169,10 @@ counters! {
         pub completed,
         /// TID retry timer expiries that found it running.
         pub tid_retry_expiries,
+        /// RESYNCs sent.
+        pub resyncs,
+        /// RESYNC ACKs taken.
+        pub resync_acks,
         /// Second-leg work items that ran (passed `hfi1_send_tid_ok()`).
         pub second_leg_runs,
         /// Second-leg schedules that queued the work item.
@@ -209,6 +210,8 @@ pub struct WriteState {
     pub(crate) tid_retry: Timer,
     /// TID retries left. Kernel: `priv->s_retry`.
     pub(crate) s_retry: u8,
+    /// The PSN of the RESYNC in flight. Kernel: `priv->s_resync_psn`.
+    pub(crate) s_resync_psn: hfi1_hal::Psn,
     /// What happened so far.
     pub stats: WriteStats,
 }
