@@ -23,6 +23,10 @@
 //! - `recover`: `hfi1_restart_rc()`, `reset_psn()`, the timers, the error
 //!   state, the flush, and the RcvArray quarantine.
 //!
+//! The same send queue carries RDMA WRITEs (TID and plain); their posting,
+//! packets and receive paths are [`crate::write::requester`]'s, entered
+//! from the send engine and `do_rc_ack()` here where `rc.c` enters them.
+//!
 //! Deviations from Linux 6.1, each kept for a hole a test shows (the
 //! test named; `tests/regress_rc.rs`, `tests/regress_recovery.rs`), each
 //! failing with the 6.1 rule put back:
