@@ -14,7 +14,7 @@
 //!    agree on and which READs become TID READs).
 //! 2. **The engines**, over one QP's state: [`requester`] and
 //!    [`responder`] (with the TID RDMA WRITE requester and the second leg
-//!    in [`write`]), on the shared types of [`rc`] (connection,
+//!    in [`write`](mod@write)), on the shared types of [`rc`] (connection,
 //!    completions, errors, the sink and memory-region traits the caller
 //!    provides). They take the parts they use and know nothing of how a
 //!    QP keeps them.

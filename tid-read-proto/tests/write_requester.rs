@@ -87,6 +87,16 @@ impl World {
         sges
     }
 
+    /// A 256 KiB TID WRITE posted, its WRITE_REQ out, its WRITE_RESP
+    /// taken and all its data sent.
+    fn one_segment_sent(&mut self) {
+        let src = self.source(0x1000, SEG, REMOTE);
+        self.post_write(1, REMOTE, &src);
+        assert_eq!(self.first_leg().len(), 1);
+        assert_eq!(self.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+        assert_eq!(self.second_leg().len(), 64);
+    }
+
     fn post_write(&self, wr_id: u64, remote: u64, sges: &[Sge]) {
         let mut root = LockToken::root();
         let mut g = self.qp.s_lock.lock(&mut root);
@@ -177,27 +187,30 @@ impl World {
     /// whose WRITE_RESP had IB PSN `resp_psn`.
     fn tid_ack(&self, resp_psn: u32, seq: u32, nak: bool) -> TidAckVerdict {
         let g9 = Generation::new(GEN).unwrap();
+        let kind = if nak {
+            AckKind::Nak {
+                expected: FlowPsn::new(g9, seq),
+            }
+        } else {
+            AckKind::Segment {
+                last: FlowPsn::new(g9, seq),
+            }
+        };
+        self.tid_ack_of(resp_psn, kind, if nak { 0x60 } else { 0x1F })
+    }
+
+    /// A TID ACK of `kind` with AETH `syndrome`.
+    fn tid_ack_of(&self, resp_psn: u32, kind: AckKind, syndrome: u8) -> TidAckVerdict {
         let b = tid_ack::build(&AckFields {
             remote_qp: TidParams::local(1, 32, 14, false).qp,
             remote_jkey: 32,
             remote_verbs_qp: 0x100,
-            aeth: aeth::Repr {
-                syndrome: if nak { 0x60 } else { 0x1F },
-                msn: 1,
-            },
+            aeth: aeth::Repr { syndrome, msn: 1 },
             local_qp: self.remote.qp,
             flow: FlowIndex::new(3).unwrap(),
             ctxt: 2,
             resp_ib_psn: Psn::new(resp_psn),
-            kind: if nak {
-                AckKind::Nak {
-                    expected: FlowPsn::new(g9, seq),
-                }
-            } else {
-                AckKind::Segment {
-                    last: FlowPsn::new(g9, seq),
-                }
-            },
+            kind,
         });
         let mut root = LockToken::root();
         let mut g = self.qp.s_lock.lock(&mut root);
@@ -208,6 +221,19 @@ impl World {
             FlowPsn::from_raw(b.bth.psn.get()),
             &b.header,
         )
+    }
+
+    /// The TID ACK of flow sequence `seq` completes the only WRITE
+    /// successfully; the first leg then has nothing to send and nothing
+    /// is held.
+    fn complete_with_ack(&self, resp_psn: u32, seq: u32) {
+        assert!(matches!(
+            self.tid_ack(resp_psn, seq, false),
+            TidAckVerdict::Acked { completed: 1, .. }
+        ));
+        assert_eq!(self.poll().map(|c| c.status), Some(WcStatus::Success));
+        assert!(self.first_leg().is_empty());
+        assert_eq!(self.held(), (0, 1));
     }
 
     fn poll(&self) -> Option<Completion> {
@@ -356,11 +382,7 @@ fn tid_write_round_trip() {
 #[test]
 fn psn_nak_resends_from_its_packet() {
     let mut w = world();
-    let src = w.source(0x1000, SEG, REMOTE);
-    w.post_write(1, REMOTE, &src);
-    assert_eq!(w.first_leg().len(), 1);
-    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
-    assert_eq!(w.second_leg().len(), 64);
+    w.one_segment_sent();
     assert_eq!(w.tid_ack(7, 10, true), TidAckVerdict::Restart);
     let again = w.second_leg();
     assert_eq!(again.len(), 54);
@@ -373,13 +395,7 @@ fn psn_nak_resends_from_its_packet() {
     );
     let last = frame::parse(again.last().unwrap()).unwrap();
     assert_eq!(last.bth.opcode, OP_TID_RDMA_WRITE_DATA_LAST);
-    assert!(matches!(
-        w.tid_ack(7, 63, false),
-        TidAckVerdict::Acked { completed: 1, .. }
-    ));
-    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
-    assert!(w.first_leg().is_empty());
-    assert_eq!(w.held(), (0, 1));
+    w.complete_with_ack(7, 63);
 }
 
 /// Kernel: `hfi1_setup_tid_rdma_wqe()` (WRITE half) and the
@@ -536,13 +552,7 @@ fn rnr_nak_on_write_req_resends_it_whole_after_the_timer() {
     assert_eq!((r.reth.vaddr, r.reth.length), (REMOTE, SEG));
     assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
     check_segment(&w.second_leg(), 0, REMOTE, OP_TID_RDMA_WRITE_DATA_LAST);
-    assert!(matches!(
-        w.tid_ack(7, 63, false),
-        TidAckVerdict::Acked { completed: 1, .. }
-    ));
-    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
-    assert!(w.first_leg().is_empty());
-    assert_eq!(w.held(), (0, 1));
+    w.complete_with_ack(7, 63);
 }
 
 /// Kernel: `rvt_rc_timeout()` → `hfi1_restart_rc(s_last_psn + 1)` →
@@ -606,11 +616,7 @@ fn lost_write_resp_resends_the_write_req_for_the_rest() {
 #[test]
 fn tid_retry_sends_a_resync_and_its_ack_renumbers() {
     let mut w = world();
-    let src = w.source(0x1000, SEG, REMOTE);
-    w.post_write(1, REMOTE, &src);
-    assert_eq!(w.first_leg().len(), 1);
-    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
-    assert_eq!(w.second_leg().len(), 64);
+    w.one_segment_sent();
     let mut root = LockToken::root();
     let mut g = w.qp.s_lock.lock(&mut root);
     assert!(qp::tid_retry_timeout(&w.rcd, &w.qp, &mut g));
@@ -625,33 +631,12 @@ fn tid_retry_sends_a_resync_and_its_ack_renumbers() {
     // Waiting for the RESYNC's ACK: nothing more, an ordinary ACK dropped.
     assert!(w.second_leg().is_empty());
     assert_eq!(w.tid_ack(7, 63, false), TidAckVerdict::Dropped);
-    let b = tid_ack::build(&AckFields {
-        remote_qp: TidParams::local(1, 32, 14, false).qp,
-        remote_jkey: 32,
-        remote_verbs_qp: 0x100,
-        aeth: aeth::Repr {
-            syndrome: 0x1F,
-            msn: 1,
-        },
-        local_qp: w.remote.qp,
-        flow: FlowIndex::new(3).unwrap(),
-        ctxt: 2,
-        resp_ib_psn: Psn::new(7),
-        kind: AckKind::Resync {
-            generation: Generation::new(GEN + 1).unwrap(),
-            saved: FlowPsn::new(Generation::new(GEN - 1).unwrap(), 0x7FE),
-        },
-    });
-    let mut g = w.qp.s_lock.lock(&mut root);
-    let v = qp::receive_tid_ack(
-        &w.rcd,
-        &w.qp,
-        &mut g,
-        FlowPsn::from_raw(b.bth.psn.get()),
-        &b.header,
-    );
+    let resync = AckKind::Resync {
+        generation: Generation::new(GEN + 1).unwrap(),
+        saved: FlowPsn::new(Generation::new(GEN - 1).unwrap(), 0x7FE),
+    };
+    let v = w.tid_ack_of(7, resync, 0x1F);
     assert!(matches!(v, TidAckVerdict::Acked { segments: 0, .. }));
-    drop(g);
     let again = w.second_leg();
     assert_eq!(again.len(), 64);
     for (k, p) in again.iter().enumerate() {
@@ -663,32 +648,11 @@ fn tid_retry_sends_a_resync_and_its_ack_renumbers() {
             0
         );
     }
-    let b = tid_ack::build(&AckFields {
-        remote_qp: TidParams::local(1, 32, 14, false).qp,
-        remote_jkey: 32,
-        remote_verbs_qp: 0x100,
-        aeth: aeth::Repr {
-            syndrome: 0x1F,
-            msn: 1,
-        },
-        local_qp: w.remote.qp,
-        flow: FlowIndex::new(3).unwrap(),
-        ctxt: 2,
-        resp_ib_psn: Psn::new(7),
-        kind: AckKind::Segment {
-            last: FlowPsn::new(Generation::new(GEN + 1).unwrap(), 63),
-        },
-    });
-    let mut g = w.qp.s_lock.lock(&mut root);
-    let v = qp::receive_tid_ack(
-        &w.rcd,
-        &w.qp,
-        &mut g,
-        FlowPsn::from_raw(b.bth.psn.get()),
-        &b.header,
-    );
+    let last = AckKind::Segment {
+        last: FlowPsn::new(Generation::new(GEN + 1).unwrap(), 63),
+    };
+    let v = w.tid_ack_of(7, last, 0x1F);
     assert!(matches!(v, TidAckVerdict::Acked { completed: 1, .. }));
-    drop(g);
     assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
     while w.rcd.sched.pop_send().is_some() {}
     assert_eq!(w.held(), (0, 1));
@@ -701,11 +665,7 @@ fn tid_retry_sends_a_resync_and_its_ack_renumbers() {
 #[test]
 fn tid_retry_expiries_exhaust_the_budget() {
     let mut w = world();
-    let src = w.source(0x1000, SEG, REMOTE);
-    w.post_write(1, REMOTE, &src);
-    assert_eq!(w.first_leg().len(), 1);
-    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
-    assert_eq!(w.second_leg().len(), 64);
+    w.one_segment_sent();
     let mut root = LockToken::root();
     for n in 0..7 {
         let mut g = w.qp.s_lock.lock(&mut root);

@@ -202,23 +202,16 @@ impl<P: FlowPlatform> Requester<P> {
             self.rc_completion(env, i);
         }
         match kind {
-            AethKind::Ack if op == RespOp::TidWriteResp => {
-                if psn != self.last_psn.add(1) {
+            AethKind::Ack => {
+                if op != RespOp::TidWriteResp {
+                    self.ack_timers(env, psn);
+                } else if psn != self.last_psn.add(1) {
                     self.set_restart_qp(env);
                     self.stop_timers();
                     return false;
+                } else {
+                    self.write_resp_timers(env, psn);
                 }
-                self.write_resp_timers(env, psn);
-                if self.flags.wait_ack {
-                    self.flags.wait_ack = false;
-                    env.schedule();
-                }
-                self.budgets.refill();
-                self.last_psn = psn;
-                true
-            }
-            AethKind::Ack => {
-                self.ack_timers(env, psn);
                 if self.flags.wait_ack {
                     self.flags.wait_ack = false;
                     env.schedule();

@@ -538,19 +538,8 @@ impl<P: FlowPlatform> Requester<P> {
         env: &mut Env<'_, '_, P>,
         wr: &ReadWr<'_>,
     ) -> Result<(), EngineError> {
-        if !self.sq.can_post() {
-            return Err(EngineError::QueueFull);
-        }
-        let total = wr.sges.iter().map(|s| u64::from(s.length)).sum::<u64>();
-        if total > 1 << 31 {
-            return Err(EngineError::BadSgl);
-        }
-        let length = u32::try_from(total).map_err(|_| EngineError::BadSgl)?;
-        let mut sges = Vec::new();
-        sges.try_reserve_exact(wr.sges.len())
-            .map_err(|_| EngineError::NoMemory)?;
-        sges.extend(wr.sges.iter().copied().filter(|s| s.length != 0));
-        let mut w = Wqe::new(wr, length, sges);
+        let (length, sges) = self.take_sges(wr.sges)?;
+        let mut w = Wqe::new(wr.wr_id, wr.remote_addr, wr.rkey, length, sges);
         let status = if env.state.receives() {
             w.tid = self.plan_tid(env, &w);
             if w.tid.is_some() {
@@ -565,6 +554,25 @@ impl<P: FlowPlatform> Requester<P> {
         self.sq.push(w, status);
         env.schedule();
         Ok(())
+    }
+
+    /// The checks every post makes and the copy of its element list:
+    /// room in the send queue, at most 2 GiB, zero-length elements
+    /// dropped (as rdmavt drops them). Returns the length and the list.
+    pub(crate) fn take_sges(&self, sges: &[Sge]) -> Result<(u32, Vec<Sge>), EngineError> {
+        if !self.sq.can_post() {
+            return Err(EngineError::QueueFull);
+        }
+        let total = sges.iter().map(|s| u64::from(s.length)).sum::<u64>();
+        if total > 1 << 31 {
+            return Err(EngineError::BadSgl);
+        }
+        let length = u32::try_from(total).map_err(|_| EngineError::BadSgl)?;
+        let mut out = Vec::new();
+        out.try_reserve_exact(sges.len())
+            .map_err(|_| EngineError::NoMemory)?;
+        out.extend(sges.iter().copied().filter(|s| s.length != 0));
+        Ok((length, out))
     }
 
     /// The TID part of a READ that qualifies, with its flow records

@@ -7,9 +7,8 @@ use hfi1_hal::Psn;
 use hfi1_hal::consts::{MAX_FLOWS, PAGE_SIZE};
 use tid_flow::{FlowPlatform, FlowRecord, Sge, TidRequest, ring_next};
 
-use super::ReadWr;
 use crate::qualify::div_round_up_mtu;
-use crate::write::requester::{TidWrite, WriteWqe, WriteWr};
+use crate::write::requester::{TidWrite, WriteWqe};
 
 /// A TID READ request's state. Kernel: `req->state` (`TID_REQUEST_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,29 +121,19 @@ pub(crate) struct Wqe<P: FlowPlatform> {
 }
 
 impl<P: FlowPlatform> Wqe<P> {
-    /// A READ as posted, not started.
-    pub(crate) fn new(wr: &ReadWr<'_>, length: u32, sges: Vec<Sge>) -> Self {
+    /// A work request as posted, not started (a WRITE's kind is set by
+    /// its post).
+    pub(crate) fn new(
+        wr_id: u64,
+        remote_addr: u64,
+        rkey: u32,
+        length: u32,
+        sges: Vec<Sge>,
+    ) -> Self {
         Self {
-            wr_id: wr.wr_id,
-            remote_addr: wr.remote_addr,
-            rkey: wr.rkey,
-            length,
-            sges,
-            psn: Psn::new(0),
-            lpsn: Psn::new(0),
-            started: false,
-            counted: false,
-            tid: None,
-            write: None,
-        }
-    }
-
-    /// A WRITE as posted, not started (its kind is set by the post).
-    pub(crate) fn new_write(wr: &WriteWr<'_>, length: u32, sges: Vec<Sge>) -> Self {
-        Self {
-            wr_id: wr.wr_id,
-            remote_addr: wr.remote_addr,
-            rkey: wr.rkey,
+            wr_id,
+            remote_addr,
+            rkey,
             length,
             sges,
             psn: Psn::new(0),

@@ -28,11 +28,10 @@
 use hfi1_hal::flags::{SFlags, TidFlags};
 use hfi1_hal::lock_order::{LockToken, Unlocked};
 use hfi1_hal::services::TidScheduler;
-use qp_wait::SGuard;
 use tid_flow::{FlowPlatform, RcvCtxt};
 
 use crate::packet::{BthOut, PacketError, frame};
-use crate::qp::{Parts, TidQp, parts};
+use crate::qp::{TidQp, parts, with_requester};
 use crate::rc::{EngineError, PacketSink, SourceData};
 use crate::read_resp::Cursor;
 use crate::requester::{Env, Requester};
@@ -107,7 +106,7 @@ where
     let mut sent = 0;
     loop {
         let mut g = qp.s_lock.lock(root);
-        let built = with_env(rcd, qp, &mut g, |r, env| {
+        let built = with_requester(rcd, qp, &mut g, |r, env| {
             r.make_tid_rdma_pkt(env, sink.buffer(), src)
         });
         match built {
@@ -126,33 +125,6 @@ where
             }
         }
     }
-}
-
-/// Runs `f` on the requester with its [`Env`] under the guard `g`.
-fn with_env<P, T>(
-    rcd: &RcvCtxt<P>,
-    qp: &P::Ref,
-    g: &mut SGuard<'_, P>,
-    f: impl FnOnce(&mut Requester<P>, &mut Env<'_, '_, P>) -> T,
-) -> T
-where
-    P: FlowPlatform<Ext = TidQp<P>>,
-{
-    let Parts {
-        locked,
-        conn,
-        state,
-        requester,
-        ..
-    } = parts(g);
-    let mut env = Env {
-        rcd,
-        qp,
-        locked,
-        conn,
-        state,
-    };
-    f(requester, &mut env)
 }
 
 impl<P: FlowPlatform> Requester<P> {

@@ -39,7 +39,6 @@ mod ack;
 mod req;
 mod resp;
 
-use alloc::vec::Vec;
 use hfi1_hal::FlowPsn;
 use hfi1_hal::consts::MAX_FLOWS;
 use hfi1_hal::flags::TidFlags;
@@ -263,19 +262,8 @@ impl<P: FlowPlatform> Requester<P> {
         env: &mut Env<'_, '_, P>,
         wr: &WriteWr<'_>,
     ) -> Result<(), EngineError> {
-        if !self.sq.can_post() {
-            return Err(EngineError::QueueFull);
-        }
-        let total = wr.sges.iter().map(|s| u64::from(s.length)).sum::<u64>();
-        if total > 1 << 31 {
-            return Err(EngineError::BadSgl);
-        }
-        let length = u32::try_from(total).map_err(|_| EngineError::BadSgl)?;
-        let mut sges = Vec::new();
-        sges.try_reserve_exact(wr.sges.len())
-            .map_err(|_| EngineError::NoMemory)?;
-        sges.extend(wr.sges.iter().copied().filter(|s| s.length != 0));
-        let mut w = Wqe::new_write(wr, length, sges);
+        let (length, sges) = self.take_sges(wr.sges)?;
+        let mut w = Wqe::new(wr.wr_id, wr.remote_addr, wr.rkey, length, sges);
         let status = if env.state.receives() {
             let tid = self.plan_tid_write(env, wr.remote_addr, length);
             if tid.is_some() {
