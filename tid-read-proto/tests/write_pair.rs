@@ -228,10 +228,10 @@ impl Pair {
             let _ = qp::send_tid_ack(&self.b_rcd, &self.b, &mut root, &mut to_a).unwrap();
             let moved = !to_a.is_empty() || !to_b.is_empty();
             for p in to_b.drain().collect::<Vec<_>>() {
-                self.to_b(&p);
+                self.deliver_to_b(&p);
             }
             for p in to_a.drain().collect::<Vec<_>>() {
-                self.to_a(&p);
+                self.deliver_to_a(&p);
             }
             rounds += 1;
             if rounds > 10_000 {
@@ -268,7 +268,7 @@ impl Pair {
     }
 
     /// B receives a packet from A.
-    fn to_b(&mut self, p: &[u8]) {
+    fn deliver_to_b(&mut self, p: &[u8]) {
         let f = frame::parse(p).unwrap();
         let mut root = LockToken::root();
         let mut r = self.b_rlock.lock(&mut root);
@@ -311,7 +311,7 @@ impl Pair {
     }
 
     /// A receives a packet from B.
-    fn to_a(&mut self, p: &[u8]) {
+    fn deliver_to_a(&mut self, p: &[u8]) {
         let f = frame::parse(p).unwrap();
         let mut root = LockToken::root();
         let mut g = self.a.s_lock.lock(&mut root);
