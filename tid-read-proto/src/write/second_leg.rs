@@ -36,7 +36,8 @@ use crate::rc::{EngineError, PacketSink, SourceData};
 use crate::read_resp::Cursor;
 use crate::requester::{Env, Requester};
 use crate::wire::write_data::{self, DataBuilder, DataFlow};
-use crate::write::requester::{TidSendState, WState, WriteState};
+use crate::write::TidReqState;
+use crate::write::requester::{TidSendState, WriteState};
 
 /// The second leg may run. Kernel: `hfi1_send_tid_ok()`.
 pub fn send_tid_ok(flags: SFlags, tid_flags: TidFlags) -> bool {
@@ -364,7 +365,7 @@ impl<P: FlowPlatform> Requester<P> {
                 let r_ack = t.r_ack_psn;
                 t.req.resend_unacked();
                 t.cur_seg = t.ack_seg;
-                t.state = WState::Active;
+                t.state = TidReqState::Active;
                 let mut k = t.req.acked_tail;
                 while k != t.req.setup_head {
                     if let Some(rec) = t.req.flow_mut(k) {

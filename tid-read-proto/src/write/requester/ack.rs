@@ -19,12 +19,13 @@ use hfi1_hal::flags::{SFlags, TidFlags};
 use hfi1_hal::services::TidScheduler;
 use tid_flow::FlowPlatform;
 
-use super::{TidSendState, WState};
+use super::TidSendState;
 use crate::rc::WcStatus;
 use crate::rc::nak::AethKind;
 use crate::requester::{Env, Requester};
 use crate::wire::resync::is_resync_psn;
 use crate::wire::tid_ack;
+use crate::write::TidReqState;
 
 /// What a TID ACK did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +189,7 @@ impl<P: FlowPlatform> Requester<P> {
             if t.ack_seg < t.total_segs {
                 continue;
             }
-            t.state = WState::Complete;
+            t.state = TidReqState::Complete;
             if t.req.clean_swqe().is_err() {
                 self.stats.clean_refused += 1;
             }

@@ -58,6 +58,7 @@ use crate::rc::retry::Timer;
 use crate::rc::{EngineError, WcStatus, counters};
 use crate::requester::wqe::Wqe;
 use crate::requester::{Env, Requester};
+use crate::write::TidReqState;
 
 /// TID RDMA WRITEs a QP may have started and not completed.
 /// Kernel: `HFI1_TID_RDMA_WRITE_CNT`.
@@ -76,20 +77,6 @@ pub struct WriteWr<'a> {
     pub sges: &'a [Sge],
 }
 
-/// The state of a TID WRITE request. Kernel: `req->state`
-/// (`TID_REQUEST_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum WState {
-    /// Posted, its WRITE_REQ not sent. Kernel: `TID_REQUEST_INACTIVE`.
-    Inactive,
-    /// Sent, responses coming. Kernel: `TID_REQUEST_ACTIVE`.
-    Active,
-    /// Its WRITE_REQ is being sent again. Kernel: `TID_REQUEST_RESEND`.
-    Resend,
-    /// Every segment acknowledged. Kernel: `TID_REQUEST_COMPLETE`.
-    Complete,
-}
-
 /// The TID part of a WRITE. Kernel: `struct tid_rdma_request`
 /// (requester side of a TID WRITE).
 pub(crate) struct TidWrite<P: FlowPlatform> {
@@ -104,7 +91,7 @@ pub(crate) struct TidWrite<P: FlowPlatform> {
     /// Segments acknowledged. Kernel: `req->ack_seg`.
     pub(crate) ack_seg: u32,
     /// Kernel: `req->state`.
-    pub(crate) state: WState,
+    pub(crate) state: TidReqState,
     /// The flow PSN a TID NAK restarts from. Kernel: `req->r_ack_psn`.
     pub(crate) r_ack_psn: FlowPsn,
 }
@@ -319,7 +306,7 @@ impl<P: FlowPlatform> Requester<P> {
             comp_seg: 0,
             cur_seg: 0,
             ack_seg: 0,
-            state: WState::Inactive,
+            state: TidReqState::Inactive,
             r_ack_psn: FlowPsn::from_raw(0),
         })
     }

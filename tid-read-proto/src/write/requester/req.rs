@@ -16,13 +16,14 @@
 use hfi1_hal::Psn;
 use tid_flow::FlowPlatform;
 
-use super::{TID_WRITE_CNT, TidSendState, WState};
+use super::{TID_WRITE_CNT, TidSendState};
 use crate::packet::{BthOut, PacketError, frame};
 use crate::qualify::div_round_up_mtu;
 use crate::rc::{EngineError, PacketSink, SourceData};
 use crate::requester::send::Step;
 use crate::requester::{Env, Requester, SendState};
 use crate::wire::{reth, write_req};
+use crate::write::TidReqState;
 
 /// Opcodes of a plain RC RDMA WRITE. Kernel: `OP(RDMA_WRITE_*)`.
 pub const OP_RDMA_WRITE_FIRST: u8 = 0x06;
@@ -60,7 +61,7 @@ impl<P: FlowPlatform> Requester<P> {
         };
         let total_segs = t.total_segs;
         if !newreq {
-            t.state = WState::Resend;
+            t.state = TidReqState::Resend;
             t.comp_seg = u32::try_from(psn.delta(wpsn)).unwrap_or(0);
             t.req.unrecord_unsent();
         }
@@ -101,8 +102,8 @@ impl<P: FlowPlatform> Requester<P> {
             Some(cur) if Some(cur) == ws.s_tid_head => {
                 let done = self.sq.get(cur).is_none_or(|w| {
                     w.tid_write().is_none_or(|t| {
-                        matches!(t.state, WState::Inactive | WState::Complete)
-                            || (t.state == WState::Active && t.comp_seg == t.total_segs)
+                        matches!(t.state, TidReqState::Inactive | TidReqState::Complete)
+                            || (t.state == TidReqState::Active && t.comp_seg == t.total_segs)
                     })
                 });
                 let ws = &mut self.write;
@@ -140,7 +141,7 @@ impl<P: FlowPlatform> Requester<P> {
             self.s_state = SendState::Start;
             return Ok(Step::Stop);
         };
-        t.state = WState::Resend;
+        t.state = TidReqState::Resend;
         t.comp_seg = u32::try_from(psn.delta(wpsn)).unwrap_or(0);
         let remaining = length.saturating_sub(t.comp_seg.saturating_mul(t.req.seg_len));
         self.send_write_req(env, sink, i, psn, remaining)?;
@@ -181,7 +182,7 @@ impl<P: FlowPlatform> Requester<P> {
         });
         if let Some(t) = w.tid_write_mut() {
             t.req.n_flows = u16::from(conn.remote.max_write).max(1);
-            t.state = WState::Active;
+            t.state = TidReqState::Active;
         }
         let out = BthOut {
             opcode: b.bth.opcode,

@@ -13,13 +13,13 @@ use hfi1_hal::services::TidScheduler;
 use hfi1_hal::{Psn, TidEntry};
 use tid_flow::{FlowPlatform, RemoteSegment};
 
-use super::WState;
 use crate::qualify::div_round_up_mtu;
 use crate::rc::WcStatus;
 use crate::rc::retry::retry_ns;
 use crate::requester::ack::RespOp;
 use crate::requester::{Env, Requester, SendState};
 use crate::wire::{tid_entries, write_resp};
+use crate::write::TidReqState;
 
 /// What a WRITE_RESP did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +102,7 @@ impl<P: FlowPlatform> Requester<P> {
             return WriteRespVerdict::Dropped;
         }
         t.comp_seg += 1;
-        t.state = WState::Active;
+        t.state = TidReqState::Active;
         let all_in = t.comp_seg >= t.total_segs;
         self.write.stats.write_resps += 1;
         if self.write.s_tid_cur != self.write.s_tid_head && all_in {
