@@ -3,6 +3,7 @@
 //! queue, the READ_RESP stream, duplicates, and memory-region references
 //! (SPEC §5 "Responder", "Duplicate READ_REQ", §7 MR references).
 
+use hfi1_hal::consts::ACK_QUEUE_ENTRIES;
 use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::{FlowIndex, Generation, Psn, TidCtrl, TidEntry};
 use tid_harness::doubles::{Outbox, Region, Regions, pattern};
@@ -219,11 +220,12 @@ fn one_psn_nak_per_episode() {
 /// The responder errors its QP where the kernel calls `rvt_rc_error()`,
 /// here for a full ack queue, and a NAK earned while responses are
 /// pending is dropped in the error state. A request that finds the ack
-/// queue full (16 entries not yet sent) is refused with a remote
-/// operational error and the QP goes to the error state: every region
-/// reference is dropped; its NAK, deferred behind the 16 pending
-/// responses, is dropped (`naks_dropped`) rather than handed to the send
-/// engine; nothing more is sent and every later request is dropped.
+/// queue full (24 entries not yet sent: the queue's 25 slots less the
+/// one that stays free) is refused with a remote operational error and
+/// the QP goes to the error state: every region reference is dropped;
+/// its NAK, deferred behind the 24 pending responses, is dropped
+/// (`naks_dropped`) rather than handed to the send engine; nothing more
+/// is sent and every later request is dropped.
 /// Kernel: the queue-full branch of `hfi1_rc_rcv_tid_rdma_read_req()`
 /// (`nack_inv_unlock` → `rvt_rc_error()`, `rc_defered_ack()`), then
 /// `hfi1_send_rc_ack()`, which with `RVT_S_RESP_PENDING` set goes to
@@ -233,12 +235,11 @@ fn one_psn_nak_per_episode() {
 ///
 /// Fails with the refusal only queueing a NAK (checked: `rc_error` not
 /// setting the error state, as the engine had it): the QP stays in RTS
-/// (the engine then sent 17 packets, the NAK first, and took the next
-/// request). Fails with the drop taken out (checked: `defer_nak` handing
-/// the NAK to the send engine in the error state): `naks_dropped` stays
-/// 0; the wire is the same, as the send engine sends nothing in the
-/// error state (`make_rc_ack()` bails there too). Dropping every NAK in
-/// the error state instead (checked) fails
+/// and the next request is taken. Fails with the drop taken out
+/// (checked: `defer_nak` handing the NAK to the send engine in the error
+/// state): `naks_dropped` stays 0; the wire is the same, as the send
+/// engine sends nothing in the error state (`make_rc_ack()` bails there
+/// too). Dropping every NAK in the error state instead (checked) fails
 /// `invalid_read_req_errors_the_responder_qp` and
 /// `each_validation_earns_its_nak`, not this test.
 #[test]
@@ -246,7 +247,7 @@ fn a_full_ack_queue_errors_the_qp_and_its_nak_is_dropped_behind_responses() {
     let qp = responder(true);
     let mrs = mrs();
     let mut psn = 100;
-    for _ in 0..16 {
+    for _ in 0..ACK_QUEUE_ENTRIES - 1 {
         assert_eq!(
             deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
             ReqVerdict::Accepted
@@ -454,16 +455,19 @@ fn duplicate_of_a_queued_entry_does_not_rewind() {
 /// The `read_pair` finding, at the responder: 12 entries sent, then a
 /// stale duplicate of each (the requester had completed them all), then
 /// new requests: the first duplicate rewinds the send pointer to entry 0
-/// and re-arms it, so the fifth new request needs the slot of an unsent
-/// entry: refused with a remote operational error, and the QP errors.
+/// and re-arms it, so the thirteenth new request (the head has gone
+/// round the 25 slots to the one before entry 0) needs the slot of an
+/// unsent entry: refused with a remote operational error, and the QP
+/// errors. No requester keeping `max_rd_atomic` (16) outstanding gets
+/// there without the stale duplicates.
 /// This is what Linux 6.1 does (the kernel does not survive this
 /// sequence; the fuzz world accepts that outcome).
 /// Kernel: `tid_rdma_rcv_error()`'s rewind and the queue-full rule of
 /// `hfi1_rc_rcv_tid_rdma_read_req()` (`next == s_tail_ack_queue` with
 /// `!sent`).
 ///
-/// Fails with the rewind taken out (checked): the fifth new request is
-/// accepted (the engine's old rule refused the sixth).
+/// Fails with the rewind taken out (checked): the thirteenth new request
+/// is accepted (without the rewind there is room for 24 new ones).
 #[test]
 fn stale_duplicates_fill_the_ack_queue_as_in_the_kernel() {
     let qp = responder(true);
@@ -476,11 +480,12 @@ fn stale_duplicates_fill_the_ack_queue_as_in_the_kernel() {
     for k in 0..12 {
         assert_eq!(deliver(&qp, &at(k), &mrs), ReqVerdict::Restarted);
     }
-    for k in 12..16 {
+    let last = ACK_QUEUE_ENTRIES as u32 - 1;
+    for k in 12..last {
         assert_eq!(deliver(&qp, &at(k), &mrs), ReqVerdict::Accepted, "new {k}");
     }
     assert_eq!(
-        deliver(&qp, &at(16), &mrs),
+        deliver(&qp, &at(last), &mrs),
         ReqVerdict::Refused(Some(NakCode::RemoteOperationalError))
     );
     assert_eq!(state(&qp), QpState::Error);

@@ -39,10 +39,20 @@ pub const SQ_SIZE: usize = 16;
 /// `max_rd_atomic` / `max_dest_rd_atomic`). Kernel: `HFI1_MAX_RDMA_ATOMIC`.
 pub const MAX_RD_ATOMIC: u32 = 16;
 
-/// Ack-queue slots of a responder QP: one per outstanding read plus one
-/// that stays free. Kernel: `rvt_max_atomic(rdi) + 1` entries of
-/// `qp->s_ack_queue`.
-pub const ACK_QUEUE_SIZE: usize = MAX_RD_ATOMIC as usize + 1;
+/// Ack-queue slots of a responder QP (25): room for [`MAX_RD_ATOMIC`]
+/// reads and atomics, the TID RDMA WRITEs a requester may have started
+/// (`HFI1_TID_RDMA_WRITE_CNT`), and one that stays free. Kernel:
+/// `rvt_max_atomic(rdi)` entries of `qp->s_ack_queue`
+/// ([`hfi1_hal::consts::ACK_QUEUE_ENTRIES`]).
+///
+/// The READ-only limit of 6.1 is the requester's: it keeps at most
+/// `s_max_rd_atomic` ([`Connection::max_rd_atomic`], at most 16) reads
+/// outstanding. The responder checks no count of its own, only that the
+/// slot after its head is free (`max_dest_rd_atomic` is not enforced by
+/// `hfi1_rc_rcv()` either), so a READ-only peer that keeps the limit
+/// never finds the queue full; only duplicates that re-arm entries can
+/// fill it.
+pub const ACK_QUEUE_SIZE: usize = hfi1_hal::consts::ACK_QUEUE_ENTRIES;
 
 /// The RC retry count a QP gets when nothing else is said (the verbs
 /// maximum). Kernel: the `retry_cnt` QP attribute, `qp->s_retry_cnt`.
