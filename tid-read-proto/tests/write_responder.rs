@@ -577,3 +577,77 @@ fn bad_rkey_write_req_is_naked_as_a_remote_access_error() {
     n.flush_and_check();
     m.flush_and_check();
 }
+
+/// An RNR episode holds the receive side's NAK state, as 6.1's
+/// `r_nak_state` holds the RNR syndrome: a request with a PSN ahead of
+/// the pulled-back `r_psn` (the requester's next WRITE_REQ, sent before
+/// the RNR NAK reached it) earns no PSN NAK, whether the RNR NAK is still
+/// scheduled or already sent; the wire carries only the WRITE_RESP and the
+/// RNR NAK. Once the resend revives the entry the episode is over, and a
+/// request ahead gets its PSN NAK again. Kernel: `send_rnr_nak` in
+/// `hfi1_tid_write_alloc_resources()` (`qp->r_nak_state = .. |
+/// IB_RNR_NAK`), the `diff > 0` branch of `tid_rdma_rcv_error()`
+/// (`if (!qp->r_nak_state)`), the revive in
+/// `hfi1_rc_rcv_tid_rdma_write_req()`.
+///
+/// Fails with the RNR kept apart from the NAK state (checked): the
+/// request ahead earns a PSN NAK (`Refused(Some(PsnError))`), owed for
+/// the same PSN 101 behind the responses.
+#[test]
+fn a_request_ahead_during_an_rnr_episode_gets_no_psn_nak() {
+    let mut n = Node::new(8, 256);
+    let total = 2 * SEG;
+    assert_eq!(
+        n.write_req(100, BASE, total, RKEY),
+        WriteReqVerdict::Accepted
+    );
+    assert_eq!(
+        n.with_w(|t| t.write_responder.rnr_nak_state()),
+        RnrNakState::Send
+    );
+    let next = BASE + u64::from(total);
+    assert_eq!(
+        n.write_req(102, next, SEG, RKEY),
+        WriteReqVerdict::Refused(None),
+        "RNR scheduled: no PSN NAK"
+    );
+    let out = n.respond();
+    assert_eq!(out.len(), 2, "WRITE_RESP and the RNR NAK only");
+    let r0 = parse_resp(&out[0]);
+    let (psn, syndrome, _) = parse_rc_ack(&out[1]);
+    assert_eq!((psn, syndrome & 0xE0), (Psn::new(101), 0x20));
+    assert_eq!(
+        n.write_req(102, next, SEG, RKEY),
+        WriteReqVerdict::Refused(None),
+        "RNR sent: still no PSN NAK"
+    );
+    assert!(n.respond().is_empty());
+    assert_eq!(n.state(), QpState::Rts);
+
+    n.send_segment(&r0, 0, total, BASE);
+    assert!(n.tid_ack().is_some());
+    assert_eq!(
+        n.write_req(101, BASE + u64::from(SEG), SEG, RKEY),
+        WriteReqVerdict::Revived
+    );
+    // The episode is over: a request ahead earns its PSN NAK again.
+    assert_eq!(
+        n.write_req(103, next, SEG, RKEY),
+        WriteReqVerdict::Refused(Some(NakCode::PsnError))
+    );
+    let out = n.respond();
+    let r1 = parse_resp(&out[0]);
+    assert_eq!(r1.psn, Psn::new(101));
+    let (psn, syndrome, _) = parse_rc_ack(out.last().unwrap());
+    assert_eq!(
+        (psn, syndrome),
+        (Psn::new(102), NakCode::PsnError.syndrome())
+    );
+    n.send_segment(&r1, 1, total, BASE);
+    assert!(n.tid_ack().is_some());
+    check_placed(&n, 0, u64::from(total));
+    // The wake-up's first leg, run above by hand.
+    drop(n.rcd.sched.pop_send());
+    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
+    n.flush_and_check();
+}

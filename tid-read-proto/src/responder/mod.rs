@@ -112,6 +112,20 @@ pub(crate) enum EntryKind {
     Write,
 }
 
+/// What the receive side's NAK state holds while an episode lasts: no
+/// other NAK is earned until it is cleared. Kernel: the value of
+/// `qp->r_nak_state` (0 for `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EpisodeNak {
+    /// A NAK with this code (a PSN error, or the error that moved the QP
+    /// to the error state).
+    Nak(NakCode),
+    /// An RNR NAK of the TID WRITE responder with this AETH syndrome
+    /// (`IB_RNR_NAK` with the timer index), scheduled or sent, until the
+    /// resent request (or an earlier duplicate) ends the episode.
+    Rnr(u8),
+}
+
 /// One ack-queue entry. Kernel: `struct rvt_ack_entry` with its
 /// `tid_rdma_request` (one flow).
 #[derive(Debug, Clone, Default)]
@@ -197,7 +211,7 @@ pub struct Responder {
     /// Message sequence number (24 bits). Kernel: `qp->r_msn`.
     pub(crate) msn: u32,
     /// The NAK of the current episode. Kernel: `qp->r_nak_state`.
-    pub(crate) nak_state: Option<NakCode>,
+    pub(crate) nak_state: Option<EpisodeNak>,
     /// A NAK sent at once (no response was pending). Kernel: the direct
     /// send of `hfi1_send_rc_ack()`.
     pub(crate) direct_nak: Option<(NakCode, Psn)>,
@@ -432,7 +446,7 @@ impl Responder {
         if self.nak_state.is_some() {
             return None;
         }
-        self.nak_state = Some(NakCode::PsnError);
+        self.nak_state = Some(EpisodeNak::Nak(NakCode::PsnError));
         self.defer_nak(NakCode::PsnError, st);
         Some(NakCode::PsnError)
     }
@@ -446,7 +460,7 @@ impl Responder {
         mrs: &impl MrTable,
     ) -> Option<NakCode> {
         *st = QpState::Error;
-        self.nak_state = Some(code);
+        self.nak_state = Some(EpisodeNak::Nak(code));
         self.defer_nak(code, *st);
         self.release_refs(mrs);
         Some(code)

@@ -13,7 +13,7 @@ use tid_flow::{FlowError, clear_hw_flow, exp_rcv_setup, ring_space, setup_hw_flo
 
 use super::{Env, RnrNakState};
 use crate::qualify::div_round_up_mtu;
-use crate::responder::{EntryKind, Responder};
+use crate::responder::{EntryKind, EpisodeNak, Responder};
 use crate::write::WriteRegions;
 
 /// Proof that the caller holds the QP's `r_lock` (the receive path): only
@@ -93,7 +93,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             }
         }
         if let (Some(Wait(to_seg)), AllocCtx::Intr(_)) = (wait, ctx) {
-            if self.rsp.nak_state.is_none() && self.w.rnr_nak.is_none() {
+            if self.rsp.nak_state.is_none() {
                 self.schedule_rnr_nak(to_seg);
             }
         }
@@ -174,7 +174,9 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
     /// Schedules an RNR NAK for the segment being allocated: `r_psn` is
     /// pulled back to it, the entries after its request are forgotten
     /// (the requester's go-back-N resends them), and the first leg sends
-    /// the NAK at the segment boundary. Kernel: `send_rnr_nak` in
+    /// the NAK at the segment boundary. The syndrome is the receive side's
+    /// NAK state for the episode, so a request ahead of the pulled-back
+    /// `r_psn` earns no PSN NAK meanwhile. Kernel: `send_rnr_nak` in
     /// `hfi1_tid_write_alloc_resources()`, `hfi1_compute_tid_rnr_timeout()`.
     ///
     /// # Locking
@@ -191,7 +193,10 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         self.rsp.expected_psn = psn;
         self.rsp.head = Responder::next(i);
         self.w.r_tid_head = self.rsp.head;
-        self.w.rnr_nak = Some((rnr_nak_syndrome(index), psn));
+        let syndrome = rnr_nak_syndrome(index);
+        // Held as the episode's NAK: nothing else NAKs until it ends.
+        self.rsp.nak_state = Some(EpisodeNak::Rnr(syndrome));
+        self.w.rnr_nak = Some((syndrome, psn));
         self.w.rnr_nak_state = RnrNakState::Send;
         self.w.stats.rnr_scheduled += 1;
     }

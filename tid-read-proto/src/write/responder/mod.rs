@@ -201,8 +201,9 @@ pub struct WriteResponder<P: FlowPlatform> {
     /// Allocation stopped at the end of the generation. Kernel: `sync_pt`.
     sync_pt: bool,
     rnr_nak_state: RnrNakState,
-    /// The RNR NAK scheduled: AETH syndrome and PSN. Kernel:
-    /// `qp->r_nak_state` (RNR), `qp->s_nak_state`, `qp->s_ack_psn`.
+    /// The RNR NAK scheduled, as the first leg sends it: AETH syndrome
+    /// and PSN (the episode's NAK state is the responder's `nak_state`).
+    /// Kernel: `qp->s_nak_state`, `qp->s_ack_psn`.
     rnr_nak: Option<(u8, Psn)>,
     /// A TID NAK owed for this error episode, and its PSN. Kernel:
     /// `qpriv->s_nak_state`, `qpriv->s_nak_psn`.
