@@ -21,7 +21,7 @@
 //! | [`post_read`] | the QP's `s_lock` (guard) | `exp_lock` if the post errors the QP |
 //! | [`receive_read_resp`], [`receive_ack`], [`receive_read_response`], [`timeout`], [`rnr_timeout`], [`flush`] | the QP's `s_lock` (guard) | `exp_lock` |
 //! | [`receive_read_req`], [`receive_plain_read`], [`send_responses`] | the QP's `s_lock` (guard) | nothing |
-//! | [`receive_write_req`], [`receive_write_data`] | the QP's `r_lock` (its token) | the QP's `s_lock`, then `exp_lock` |
+//! | [`receive_write_req`], [`receive_write_data`], [`receive_resync`] | the QP's `r_lock` (its token) | the QP's `s_lock`, then `exp_lock` |
 //! | [`send_write_responses`], [`send_tid_ack`] | nothing (root token) | the QP's `s_lock` (then `exp_lock` for the first) |
 //! | [`write_responses_locked`], [`tid_ack_locked`], [`flush_write_responder`] | the QP's `s_lock` (guard) | `exp_lock` |
 
@@ -37,7 +37,7 @@ use crate::responder::{ReqVerdict, Responder};
 use crate::wire::{aeth, read_req, read_resp, reth, write_req};
 use crate::write::WriteRegions;
 use crate::write::responder::{
-    self as wresp, DataVerdict, RecvPath, WriteReqVerdict, WriteResponder,
+    self as wresp, DataVerdict, RecvPath, ResyncVerdict, WriteReqVerdict, WriteResponder,
 };
 
 /// A QP's protocol state under its `s_lock`: the hardware-flow state
@@ -518,6 +518,29 @@ where
     with_write_responder(rcd, qp, &mut g, |env| {
         env.receive_write_data(&intr, psn, last_of_request, wmrs)
     })
+}
+
+/// Receives a RESYNC with BTH PSN `psn`: the QP's flow moves to the
+/// generation it names, from sequence 0, every allocated segment not yet
+/// received is renumbered there, and a RESYNC ACK is owed
+/// ([`send_tid_ack`]). Kernel: `hfi1_rc_rcv_tid_rdma_resync()`.
+///
+/// # Locking
+///
+/// The QP's `r_lock` held (`r`); takes the QP's `s_lock`, and `exp_lock`
+/// inside it through `tid-flow`.
+pub fn receive_resync<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    r: &mut LockToken<'_, RLock>,
+    psn: FlowPsn,
+) -> ResyncVerdict
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let intr = RecvPath::held(r);
+    let mut g = qp.s_lock.lock(r);
+    with_write_responder(rcd, qp, &mut g, |env| env.receive_resync(&intr, psn))
 }
 
 /// The responder's first leg with TID WRITE entries: takes the QP's

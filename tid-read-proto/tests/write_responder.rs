@@ -10,7 +10,7 @@ use std::cell::Cell;
 
 use hfi1_hal::consts::{OP_TID_RDMA_ACK, OP_TID_RDMA_WRITE_DATA_LAST, OP_TID_RDMA_WRITE_RESP};
 use hfi1_hal::lock_order::{Lock, LockToken, RLock};
-use hfi1_hal::sim::SimMemory;
+use hfi1_hal::sim::{ExpectedOutcome, SimMemory};
 use hfi1_hal::{FlowPsn, Psn, TidEntry};
 use qp_wait::{QueueKind, WaitPlatform};
 use tid_flow::{RcvCtxt, Sge};
@@ -23,9 +23,9 @@ use tid_read_proto::qp;
 use tid_read_proto::rc::{Connection, MrTable, QpState};
 use tid_read_proto::wire::aeth::NakCode;
 use tid_read_proto::wire::write_data::{DataBuilder, DataFlow};
-use tid_read_proto::wire::{frame, tid_ack, write_req, write_resp};
+use tid_read_proto::wire::{frame, resync, tid_ack, write_req, write_resp};
 use tid_read_proto::write::WriteRegions;
-use tid_read_proto::write::responder::{DataVerdict, RnrNakState, WriteReqVerdict};
+use tid_read_proto::write::responder::{DataVerdict, ResyncVerdict, RnrNakState, WriteReqVerdict};
 
 const SEG: u32 = 256 << 10;
 const BASE: u64 = 0x4000_0000;
@@ -204,22 +204,49 @@ impl Node {
     /// chip, as the requester's second leg would after `resp`. Returns
     /// the verdicts software gave.
     fn send_segment(&mut self, resp: &Resp, k: u32, total: u32, remote: u64) -> Vec<DataVerdict> {
+        let at = resp.hdr.flow_psn;
+        let out = self.send_flow(resp, (k, total, remote), at, |_| true);
+        let mut verdicts = Vec::new();
+        for (last, o, v) in out {
+            assert!(o.placed && o.error.is_none(), "{o:?}");
+            // Header suppression: only the segment's last packet reaches
+            // software.
+            assert_eq!(o.delivered, last);
+            verdicts.extend(v);
+        }
+        verdicts
+    }
+
+    /// Sends the packets of segment `k` (of `total` bytes from `remote`)
+    /// that `keep` keeps (by index), numbered from flow PSN `at`, through
+    /// the chip. Returns, per packet sent, whether it was the segment's
+    /// last, the chip's outcome and software's verdict.
+    fn send_flow(
+        &mut self,
+        resp: &Resp,
+        (k, total, remote): (u32, u32, u64),
+        at: FlowPsn,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<(bool, ExpectedOutcome, Option<DataVerdict>)> {
         let off = k * SEG;
         let flow = DataFlow {
             entries: &resp.entries,
             length: SEG.min(total - off),
             pmtu: 4096,
-            spsn: resp.hdr.flow_psn.seq(),
-            generation: resp.hdr.flow_psn.generation(),
+            spsn: at.seq(),
+            generation: at.generation(),
             tid_qpn: resp.hdr.tid_flow_qp,
             jkey: JKEY,
             urg: false,
             verbs_qp: RESP_VQP,
             last_segment: off + SEG >= total,
         };
-        let mut verdicts = Vec::new();
-        for p in DataBuilder::new(&flow) {
+        let mut out = Vec::new();
+        for (i, p) in DataBuilder::new(&flow).enumerate() {
             let p = p.unwrap();
+            if !keep(i) {
+                continue;
+            }
             let mut payload = vec![0u8; p.len as usize];
             fill_pattern(remote + u64::from(off + p.data_offset), &mut payload);
             let mut root = LockToken::root();
@@ -238,13 +265,16 @@ impl Node {
                 },
                 &self.wmrs,
             );
-            assert!(o.placed && o.error.is_none(), "{o:?}");
-            // Header suppression: only the segment's last packet reaches
-            // software.
-            assert_eq!(o.delivered, p.last);
-            verdicts.extend(v);
+            out.push((p.last, o, v));
         }
-        verdicts
+        out
+    }
+
+    /// Delivers a RESYNC with BTH PSN `psn`.
+    fn resync(&mut self, psn: u32) -> ResyncVerdict {
+        let mut root = LockToken::root();
+        let mut r = self.r_lock.lock(&mut root);
+        qp::receive_resync(&self.rcd, &self.qp, r.token(), FlowPsn::from_raw(psn))
     }
 
     fn state(&self) -> QpState {
@@ -648,6 +678,96 @@ fn a_request_ahead_during_an_rnr_episode_gets_no_psn_nak() {
     check_placed(&n, 0, u64::from(total));
     // The wake-up's first leg, run above by hand.
     drop(n.rcd.sched.pop_send());
+    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
+    n.flush_and_check();
+}
+
+/// A lost segment tail recovered by RESYNC. A 512 KiB WRITE: segment 0
+/// arrives and is acknowledged; segment 1 loses its WRITE_DATA_LAST, so
+/// the chip places the rest and software hears nothing. The requester's
+/// TID retry sends a RESYNC for the generation after the flow's: the
+/// responder re-arms its flow there from sequence 0 (the chip takes the
+/// resent segment in sequence), renumbers segment 1 into it, and owes one
+/// RESYNC ACK: BTH PSN the RESYNC's, AETH an ACK, `tid_flow_psn` the last
+/// KDETH PSN received in order (segment 0's last), and `verbs_psn` segment
+/// 1's WRITE_RESP (see the ACK builder's deviation). A second RESYNC for
+/// the same generation (the ACK lost) is taken again and answered with
+/// the same saved PSN; a RESYNC while the ACK is owed, or for a generation
+/// out of place, is ignored. The whole segment then comes again in the new
+/// generation and completes the write, every byte in place, nothing held.
+/// Kernel: `hfi1_rc_rcv_tid_rdma_resync()`, the RESYNC branches of
+/// `make_tid_rdma_ack()` and `hfi1_build_tid_rdma_write_ack()`,
+/// `hfi1_tid_rdma_is_resync_psn()`.
+///
+/// Fails with the flow left in its generation (checked: the
+/// `resync_hw_flow` call taken out): the QP's flow is still in the old
+/// generation. Fails with 6.1's naming put
+/// back (checked): the RESYNC ACK's `verbs_psn` is 100, segment 0's,
+/// below the requester's oldest unacknowledged segment.
+#[test]
+fn resync_moves_the_flow_and_its_ack_names_the_unacked_segment() {
+    let mut n = Node::new(64, 256);
+    let total = 2 * SEG;
+    assert_eq!(
+        n.write_req(100, BASE, total, RKEY),
+        WriteReqVerdict::Accepted
+    );
+    let resps: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    assert_eq!(resps.len(), 2);
+    assert_eq!(
+        n.send_segment(&resps[0], 0, total, BASE),
+        [DataVerdict::SegmentDone]
+    );
+    assert!(n.tid_ack().is_some());
+    let g = resps[1].hdr.flow_psn.generation();
+    let out = n.send_flow(&resps[1], (1, total, BASE), resps[1].hdr.flow_psn, |i| {
+        i < 63
+    });
+    assert!(
+        out.iter()
+            .all(|(_, o, v)| o.placed && !o.delivered && v.is_none())
+    );
+
+    let rpsn = resync::psn_before(g.next()).get();
+    let far = resync::psn_before(g.next().next()).get();
+    assert_eq!(
+        n.resync(far),
+        ResyncVerdict::Ignored,
+        "a generation out of place"
+    );
+    assert_eq!(n.resync(rpsn), ResyncVerdict::Resynced);
+    assert_eq!(n.with_w(|t| t.flow.generation), g.next());
+    assert_eq!(n.resync(rpsn), ResyncVerdict::Ignored, "its ACK still owed");
+    let saved = FlowPsn::new(g, 63);
+    for _ in 0..2 {
+        let (psn, a) = parse_tid_ack(&n.tid_ack().expect("the RESYNC ACK"));
+        assert_eq!(psn.get(), rpsn, "the RESYNC's PSN");
+        assert!(!a.aeth.is_nak());
+        assert_eq!(a.resync_psn, saved, "segment 0's last flow PSN");
+        assert_eq!(a.verbs_psn, Psn::new(101), "segment 1 is not acknowledged");
+        assert!(n.tid_ack().is_none());
+        // The ACK lost: the requester's next RESYNC names the same
+        // generation, the flow's current one.
+        assert_eq!(n.resync(rpsn), ResyncVerdict::Resynced);
+    }
+    assert_eq!(n.with_w(|t| t.flow.generation), g.next());
+    assert!(n.tid_ack().is_some(), "the last RESYNC's ACK");
+
+    let again = n.send_flow(
+        &resps[1],
+        (1, total, BASE),
+        FlowPsn::new(g.next(), 0),
+        |_| true,
+    );
+    assert!(again.iter().all(|(_, o, _)| o.placed && o.error.is_none()));
+    let verdicts: Vec<_> = again.iter().filter_map(|(_, _, v)| *v).collect();
+    assert_eq!(verdicts, [DataVerdict::RequestDone]);
+    let (psn, a) = parse_tid_ack(&n.tid_ack().unwrap());
+    assert_eq!(psn.get(), FlowPsn::new(g.next(), 63).raw());
+    assert_eq!(a.verbs_psn, Psn::new(101));
+    check_placed(&n, 0, u64::from(total));
+    let s = n.with_w(|t| t.write_responder.stats);
+    assert_eq!((s.resyncs, s.resyncs_ignored, s.resync_acks), (3, 2, 3));
     assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
     n.flush_and_check();
 }

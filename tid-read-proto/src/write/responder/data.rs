@@ -74,6 +74,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         if psn != f.psns.full_psn(f.psns.lpsn) {
             if psn != f.psns.r_next_psn {
                 let expected = f.psns.r_next_psn;
+                self.w.r_next_psn_kdeth = expected;
                 return self.owe_nak(expected);
             }
             f.psns.r_next_psn = next;
@@ -142,7 +143,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         if self.w.tid_nak.is_none() {
             self.w.tid_nak = Some(expected);
         }
-        self.w.flags.insert(TidFlags::ACK_PENDING);
+        self.trigger_ack();
         DataVerdict::Nak
     }
 }

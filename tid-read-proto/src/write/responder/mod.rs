@@ -9,8 +9,9 @@
 //! `alloc`: `hfi1_tid_write_alloc_resources()` and the RNR NAK;
 //! `resp`: `hfi1_build_tid_rdma_write_resp()` and the WRITE half of
 //! `make_rc_ack()`; `data`: `hfi1_rc_rcv_tid_rdma_write_data()`; `ack`:
-//! `make_tid_rdma_ack()` / `hfi1_build_tid_rdma_write_ack()`;
-//! `teardown`: the WRITE half of `hfi1_qp_kern_exp_rcv_clear_all()`.
+//! `make_tid_rdma_ack()` / `hfi1_build_tid_rdma_write_ack()`; `resync`:
+//! `hfi1_rc_rcv_tid_rdma_resync()`; `teardown`: the WRITE half of
+//! `hfi1_qp_kern_exp_rcv_clear_all()`.
 //!
 //! WRITE entries share the READ responder's ack queue
 //! ([`crate::responder::Responder`]): a WRITE_REQ takes a slot there
@@ -36,9 +37,12 @@
 //! - The RNR NAK's queue position is taken on the queue the QP waits on
 //!   (`tid_flow::wait_position`), not on the queue the failed step would
 //!   have used.
+//! - A RESYNC ACK names the first segment not acknowledged, not the last
+//!   one acknowledged, which 6.1's own requester drops as stale (`ack`'s
+//!   module doc).
 //!
-//! Not here yet: RESYNC receive, duplicate WRITE_REQs (a WRITE_REQ behind
-//! `r_psn` is dropped and counted), the WRITE half of
+//! Not here yet: duplicate WRITE_REQs (a WRITE_REQ behind `r_psn` is
+//! dropped and counted), the WRITE half of
 //! `hfi1_handle_kdeth_eflags()` (only a segment's in-sequence last packet
 //! is handled), the reap timer's expiry (its flag and timer are kept).
 //!
@@ -46,7 +50,7 @@
 //!
 //! | function | needs | takes |
 //! |---|---|---|
-//! | `qp::receive_write_req`, `qp::receive_write_data` | the QP's `r_lock` (token) | the QP's `s_lock`, then `exp_lock` through `tid-flow` |
+//! | `qp::receive_write_req`, `qp::receive_write_data`, `qp::receive_resync` | the QP's `r_lock` (token) | the QP's `s_lock`, then `exp_lock` through `tid-flow` |
 //! | `qp::send_write_responses` | nothing (root token) | the QP's `s_lock`, then `exp_lock` |
 //! | `qp::send_tid_ack` | nothing (root token) | the QP's `s_lock` |
 //! | `qp::flush_write_responder` | the QP's `s_lock` (guard) | `exp_lock` |
@@ -60,12 +64,14 @@ mod alloc;
 mod data;
 mod req;
 mod resp;
+mod resync;
 mod teardown;
 
 pub use alloc::{AllocCtx, RecvPath};
 pub use data::DataVerdict;
 pub use req::WriteReqVerdict;
 pub(crate) use resp::respond;
+pub use resync::ResyncVerdict;
 
 use hfi1_hal::flags::TidFlags;
 use hfi1_hal::{FlowPsn, Psn};
@@ -107,6 +113,13 @@ counters! {
         pub dropped,
         /// Setups that failed with an error other than "wait".
         pub setup_errors,
+        /// RESYNCs that moved the flow to a new generation.
+        pub resyncs,
+        /// RESYNCs ignored (a generation out of place, or an ACK still
+        /// owed).
+        pub resyncs_ignored,
+        /// RESYNC ACKs sent.
+        pub resync_acks,
     }
 }
 
@@ -210,6 +223,11 @@ pub struct WriteResponder<P: FlowPlatform> {
     tid_nak: Option<FlowPsn>,
     /// The next KDETH PSN expected. Kernel: `r_next_psn_kdeth`.
     r_next_psn_kdeth: FlowPsn,
+    /// The last KDETH PSN received before a RESYNC, kept for a RESYNC
+    /// right after it. Kernel: `r_next_psn_kdeth_save`.
+    r_next_psn_kdeth_save: FlowPsn,
+    /// A RESYNC ACK is owed. Kernel: `qpriv->resync`.
+    resync: bool,
     /// `ACK_PENDING`, `R_TID_RSC_TIMER`, `R_TID_SW_PSN`. Kernel:
     /// `qpriv->s_flags`.
     flags: TidFlags,
@@ -255,6 +273,8 @@ impl<P: FlowPlatform> WriteResponder<P> {
             rnr_nak: None,
             tid_nak: None,
             r_next_psn_kdeth: FlowPsn::default(),
+            r_next_psn_kdeth_save: FlowPsn::default(),
+            resync: false,
             flags: TidFlags::empty(),
             reap: Timer::default(),
             stats: WriteRespStats::default(),

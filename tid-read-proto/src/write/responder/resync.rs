@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! A RESYNC at the responder: the QP's flow moves to the generation the
+//! requester names, from sequence 0, and every allocated segment not yet
+//! received is renumbered there; a RESYNC ACK is owed. Kernel:
+//! `hfi1_rc_rcv_tid_rdma_resync()`.
+
+use hfi1_hal::flags::TidFlags;
+use hfi1_hal::{FlowPsn, Generation};
+use tid_flow::{resync_hw_flow, ring_count, ring_next};
+
+use super::{Env, RecvPath};
+use crate::responder::{EntryKind, Responder};
+
+/// What the responder did with a RESYNC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResyncVerdict {
+    /// The flow is in the new generation and a RESYNC ACK is owed.
+    Resynced,
+    /// Ignored: a generation that is neither the flow's next nor its
+    /// current one, or a RESYNC ACK still owed for an earlier RESYNC.
+    Ignored,
+    /// Dropped: the QP is not receiving.
+    Dropped,
+}
+
+/// The generation a RESYNC with BTH PSN `psn` names: the one after the
+/// sequence-0x7FF PSN it carries. Kernel: `mask_psn(psn + 1) >>
+/// HFI1_KDETH_BTH_SEQ_SHIFT`.
+fn named_generation(psn: FlowPsn) -> Generation {
+    FlowPsn::from_raw(psn.raw().wrapping_add(1)).generation()
+}
+
+impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
+    /// Receives a RESYNC with BTH PSN `psn`. Kernel:
+    /// `hfi1_rc_rcv_tid_rdma_resync()`.
+    ///
+    /// # Locking
+    ///
+    /// `r_lock` (`_intr`) and the QP's `s_lock` held; takes `exp_lock`
+    /// through `tid-flow` to re-arm the flow.
+    pub(crate) fn receive_resync(&mut self, _intr: &RecvPath, psn: FlowPsn) -> ResyncVerdict {
+        if !self.state.receives() {
+            self.w.stats.dropped += 1;
+            return ResyncVerdict::Dropped;
+        }
+        let generation = named_generation(psn);
+        let current = self.locked.flow.generation;
+        // A QP between flows with no saved generation takes any.
+        let next = if current.is_reserved() {
+            generation
+        } else {
+            current.next()
+        };
+        let previous = Generation::masked(next.get().wrapping_sub(1));
+        if (generation != next && generation != previous) || self.w.resync {
+            self.w.stats.resyncs_ignored += 1;
+            return ResyncVerdict::Ignored;
+        }
+        resync_hw_flow(self.rcd, self.locked.again(), generation);
+        self.w.flags.remove(TidFlags::R_TID_SW_PSN);
+        self.renumber();
+        self.w.resync = true;
+        // A RESYNC is always answered with an ACK, never a NAK.
+        self.w.tid_nak = None;
+        self.trigger_ack();
+        self.w.stats.resyncs += 1;
+        ResyncVerdict::Resynced
+    }
+
+    /// Every allocated segment not yet received, from `r_tid_tail` to the
+    /// send pointer, gets the QP's (new) generation and consecutive
+    /// sequences from the QP's flow PSN: as many packets as it still
+    /// expects (with header suppression, the whole segment).
+    fn renumber(&mut self) {
+        let Some(start) = self.w.r_tid_tail else {
+            return;
+        };
+        let generation = self.locked.flow.generation;
+        let mut i = start;
+        loop {
+            let is_write = self
+                .rsp
+                .ack
+                .get(i)
+                .is_some_and(|a| a.kind == Some(EntryKind::Write));
+            if let Some(e) = self.w.entries.get_mut(i).filter(|_| is_write) {
+                let mut fi = e.req.clear_tail;
+                while ring_count(e.req.setup_head, fi) != 0 {
+                    if let Some(f) = e.req.flow_mut(fi) {
+                        let last = f.psns.full_psn(f.psns.lpsn).raw();
+                        let got = f.psns.r_next_psn.raw().wrapping_sub(1);
+                        // Kernel: `delta_psn(lpsn, next - 1)`; at least
+                        // one packet, as a segment not received has one
+                        // left.
+                        let left = (last.wrapping_sub(got) << 8) as i32 >> 8;
+                        let npkts = left.max(1) as u32;
+                        let spsn = self.locked.flow.psn;
+                        f.npkts = npkts;
+                        f.psns.generation = generation;
+                        f.psns.spsn = spsn;
+                        f.psns.lpsn = spsn + npkts - 1;
+                        f.psns.r_next_psn = f.psns.full_psn(spsn);
+                        self.locked.flow.psn = spsn + npkts;
+                    }
+                    fi = ring_next(fi);
+                }
+            }
+            if i == self.rsp.tail {
+                break;
+            }
+            i = Responder::next(i);
+            if i == start {
+                break;
+            }
+        }
+    }
+
+    /// A TID ACK (or NAK) is owed: `r_tid_ack` names the entry receiving
+    /// data if it named none yet. Kernel: `tid_rdma_trigger_ack()`
+    /// (`validate_r_tid_ack()`, `tid_rdma_schedule_ack()`).
+    pub(crate) fn trigger_ack(&mut self) {
+        if self.w.r_tid_ack.is_none() {
+            self.w.r_tid_ack = self.w.r_tid_tail;
+        }
+        self.w.flags.insert(TidFlags::ACK_PENDING);
+    }
+}
