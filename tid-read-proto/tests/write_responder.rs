@@ -771,3 +771,90 @@ fn resync_moves_the_flow_and_its_ack_names_the_unacked_segment() {
     assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
     n.flush_and_check();
 }
+
+/// A lost WRITE_RESP, and the requester's go-back-N resend of the
+/// WRITE_REQ (its RC retry restarts from the request's first PSN): the
+/// responder finds the entry behind `r_psn`, rewinds it to the segment the
+/// PSN names and sends both WRITE_RESPs again with the same IB PSNs, flow
+/// PSNs, flow and TID entries; nothing is allocated or programmed again
+/// and no new message is counted. The data then completes the write.
+/// Kernel: the TID WRITE branch of `tid_rdma_rcv_error()`, the
+/// `TID_REQUEST_RESEND_ACTIVE` path of `hfi1_build_tid_rdma_write_resp()`.
+///
+/// Fails with the duplicate left alone (checked: it returned at once, as
+/// when it was dropped): nothing is sent again, so the requester, missing
+/// the first WRITE_RESP, never sends the data.
+#[test]
+fn duplicate_write_req_resends_the_same_write_resps() {
+    let mut n = Node::new(64, 256);
+    let total = 2 * SEG;
+    assert_eq!(
+        n.write_req(100, BASE, total, RKEY),
+        WriteReqVerdict::Accepted
+    );
+    let first: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    assert_eq!(first.len(), 2);
+    let before = n.leaks();
+    let allocated = n.with_w(|t| t.write_responder.stats.segments_allocated);
+    // The first WRITE_RESP is lost; the requester resends the WRITE_REQ.
+    assert_eq!(
+        n.write_req(100, BASE, total, RKEY),
+        WriteReqVerdict::Duplicate
+    );
+    let again: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    assert_eq!(again.len(), 2, "both segments' WRITE_RESPs again");
+    for (a, b) in first.iter().zip(&again) {
+        assert_eq!((a.psn, a.hdr, &a.entries), (b.psn, b.hdr, &b.entries));
+    }
+    assert_eq!(n.leaks(), before, "nothing programmed or taken again");
+    let s = n.with_w(|t| t.write_responder.stats);
+    assert_eq!((s.segments_allocated, s.duplicates), (allocated, 1));
+    assert_eq!(n.with_w(|t| t.responder.msn()), 1);
+    assert_eq!(n.with_w(|t| t.write_responder.pending_tid_w_segs()), 2);
+    assert!(n.respond().is_empty());
+    for (k, r) in again.iter().enumerate() {
+        n.send_segment(r, k as u32, total, BASE);
+        assert!(n.tid_ack().is_some());
+    }
+    check_placed(&n, 0, u64::from(total));
+    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
+    n.flush_and_check();
+}
+
+/// A copy of WRITE_REQ #1 arriving while #1 has had no WRITE_RESP yet
+/// (its first leg has not run) and #2 waits behind it: nothing is resent
+/// or allocated again, and #2 is set to wait for its own resend
+/// (`INIT_RESEND`, 6.1's go-back-N assumption): the first leg answers
+/// #1 only; #2's WRITE_RESP goes out once its own WRITE_REQ comes again.
+/// Kernel: the `old_req || TID_REQUEST_INIT` branch of
+/// `tid_rdma_rcv_error()`, `make_rc_ack()` skipping `INIT_RESEND`
+/// entries.
+///
+/// Fails with the later entries left as they were (checked: the
+/// `INIT_RESEND` marking taken out): #2's WRITE_RESP goes out with #1's.
+#[test]
+fn duplicate_of_an_unanswered_write_req_holds_the_later_ones() {
+    let mut n = Node::new(64, 256);
+    let b = BASE + u64::from(SEG);
+    assert_eq!(n.write_req(100, BASE, SEG, RKEY), WriteReqVerdict::Accepted);
+    assert_eq!(n.write_req(101, b, SEG, RKEY), WriteReqVerdict::Accepted);
+    assert_eq!(
+        n.write_req(100, BASE, SEG, RKEY),
+        WriteReqVerdict::Duplicate
+    );
+    let out: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    assert_eq!(out.len(), 1, "#1 only");
+    assert_eq!(out[0].psn, Psn::new(100));
+    assert_eq!(n.write_req(101, b, SEG, RKEY), WriteReqVerdict::Duplicate);
+    let out2: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    assert_eq!(out2.len(), 1, "#2 after its own resend");
+    assert_eq!(out2[0].psn, Psn::new(101));
+    n.send_segment(&out[0], 0, SEG, BASE);
+    assert!(n.tid_ack().is_some());
+    n.send_segment(&out2[0], 0, SEG, b);
+    assert!(n.tid_ack().is_some());
+    check_placed(&n, 0, 2 * u64::from(SEG));
+    assert_eq!(n.with_w(|t| t.responder.msn()), 2);
+    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
+    n.flush_and_check();
+}

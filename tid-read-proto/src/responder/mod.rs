@@ -403,7 +403,7 @@ impl Responder {
     /// the head: its slot, the slot it was found at (`prev`), and whether
     /// it is still waiting to be sent (`old_req`). Kernel:
     /// `find_prev_entry()`.
-    fn find_prev_entry(&self, psn: Psn) -> (Option<usize>, usize, bool) {
+    pub(crate) fn find_prev_entry(&self, psn: Psn) -> (Option<usize>, usize, bool) {
         let mut scheduled = true;
         let mut i = self.head;
         loop {
@@ -430,7 +430,7 @@ impl Responder {
     /// The send pointer moves back to `prev` so it and every later
     /// re-armed entry are sent again. Kernel: the end of
     /// `tid_rdma_rcv_error()` / `rc_rcv_error()`.
-    fn rewind_to(&mut self, prev: usize) {
+    pub(crate) fn rewind_to(&mut self, prev: usize) {
         if self.acked == self.tail {
             self.acked = prev;
         }

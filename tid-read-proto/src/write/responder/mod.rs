@@ -8,7 +8,8 @@
 //! per ack-queue slot); `req`: `hfi1_rc_rcv_tid_rdma_write_req()`;
 //! `alloc`: `hfi1_tid_write_alloc_resources()` and the RNR NAK;
 //! `resp`: `hfi1_build_tid_rdma_write_resp()` and the WRITE half of
-//! `make_rc_ack()`; `data`: `hfi1_rc_rcv_tid_rdma_write_data()`; `ack`:
+//! `make_rc_ack()`; `dup`: the TID WRITE half of `tid_rdma_rcv_error()`;
+//! `data`: `hfi1_rc_rcv_tid_rdma_write_data()`; `ack`:
 //! `make_tid_rdma_ack()` / `hfi1_build_tid_rdma_write_ack()`; `resync`:
 //! `hfi1_rc_rcv_tid_rdma_resync()`; `teardown`: the WRITE half of
 //! `hfi1_qp_kern_exp_rcv_clear_all()`.
@@ -41,8 +42,10 @@
 //!   one acknowledged, which 6.1's own requester drops as stale (`ack`'s
 //!   module doc).
 //!
-//! Not here yet: duplicate WRITE_REQs (a WRITE_REQ behind `r_psn` is
-//! dropped and counted), the WRITE half of
+//! - A duplicate WRITE_REQ that finds a TID READ entry (or none) is
+//!   dropped; 6.1 handles it by the entry's opcode.
+//!
+//! Not here yet: the WRITE half of
 //! `hfi1_handle_kdeth_eflags()` (only a segment's in-sequence last packet
 //! is handled), the reap timer's expiry (its flag and timer are kept).
 //!
@@ -62,6 +65,7 @@
 mod ack;
 mod alloc;
 mod data;
+mod dup;
 mod req;
 mod resp;
 mod resync;
@@ -91,7 +95,9 @@ counters! {
         pub revived,
         /// WRITE_REQs refused (the QP errors).
         pub refused,
-        /// WRITE_REQs behind `r_psn`, dropped.
+        /// WRITE_REQs behind `r_psn` that repeated a TID WRITE entry.
+        pub duplicates,
+        /// WRITE_REQs behind `r_psn` that repeated none, dropped.
         pub duplicates_dropped,
         /// Segments whose TIDs were programmed.
         pub segments_allocated,

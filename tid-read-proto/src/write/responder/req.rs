@@ -22,8 +22,11 @@ pub enum WriteReqVerdict {
     /// The resend of an RNR-NAKed request: its entry lives again.
     Revived,
     /// Dropped: the QP is in the error state, or the request is behind
-    /// `r_psn` (a duplicate).
+    /// `r_psn` and repeats no TID WRITE entry.
     Dropped,
+    /// Behind `r_psn`, repeating a TID WRITE entry: its WRITE_RESPs are
+    /// sent again if some were (see `dup`), else it waits as it was.
+    Duplicate,
     /// Refused; a NAK was earned if `Some` (it may still be dropped by
     /// the NAK rule). A refusal errors the QP, except a PSN NAK.
     Refused(Option<NakCode>),
@@ -60,8 +63,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             return WriteReqVerdict::Refused(self.rsp.psn_nak(*self.state));
         }
         if diff < 0 {
-            self.w.stats.duplicates_dropped += 1;
-            return WriteReqVerdict::Dropped;
+            return self.duplicate_write_req(intr, psn, wmrs);
         }
         // The resend of an RNR-NAKed request reuses its entry, one behind
         // the head.

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! A TID WRITE_REQ behind `r_psn`: the requester's go-back-N resend (a
+//! WRITE_RESP was lost, or an RNR NAK's retry started earlier) or a copy
+//! the fabric made. The entry it repeats sends its WRITE_RESPs again from
+//! the segment the PSN names, with the same TIDs and flow PSNs; nothing is
+//! allocated again. Kernel: the TID WRITE branch of `tid_rdma_rcv_error()`.
+
+use hfi1_hal::Psn;
+use hfi1_hal::consts::MAX_FLOWS;
+use hfi1_hal::flags::TidFlags;
+use tid_flow::ring_count;
+
+use super::{AllocCtx, Env, RecvPath, RnrNakState, WriteEntry};
+use crate::responder::{EntryKind, Responder};
+use crate::write::{TidReqState, WriteRegions};
+
+use super::WriteReqVerdict;
+
+/// `i + d` on the flow ring, `d` possibly negative. Kernel: `CIRC_ADD()`.
+fn ring_add(i: u16, d: i32) -> u16 {
+    (i32::from(i).wrapping_add(d) & (MAX_FLOWS as i32 - 1)) as u16
+}
+
+impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
+    /// A WRITE_REQ with PSN `psn` behind `r_psn`. Kernel:
+    /// `tid_rdma_rcv_error()` (the `diff < 0` path, TID WRITE entry).
+    ///
+    /// # Locking
+    ///
+    /// `r_lock` (`intr`) and the QP's `s_lock` held; takes `exp_lock`
+    /// through `tid-flow` if it ends an RNR episode.
+    pub(crate) fn duplicate_write_req(
+        &mut self,
+        intr: &RecvPath,
+        psn: Psn,
+        wmrs: &impl WriteRegions,
+    ) -> WriteReqVerdict {
+        let (found, prev, old_req) = self.rsp.find_prev_entry(psn);
+        let is_write = |i: usize| {
+            self.rsp
+                .ack
+                .get(i)
+                .is_some_and(|a| a.kind == Some(EntryKind::Write))
+        };
+        let Some(i) = found.filter(|&i| is_write(i)) else {
+            // No entry, or one that is no TID WRITE (6.1 would treat the
+            // packet by that entry's opcode).
+            self.w.stats.duplicates_dropped += 1;
+            return WriteReqVerdict::Dropped;
+        };
+        let Some(e) = self.w.entries.get_mut(i) else {
+            return WriteReqVerdict::Dropped;
+        };
+        let mut schedule = false;
+        match e.state {
+            TidReqState::Resend => e.state = TidReqState::ResendActive,
+            TidReqState::InitResend => {
+                e.state = TidReqState::Init;
+                schedule = true;
+            }
+            _ => {}
+        }
+        self.w.stats.duplicates += 1;
+        // Not answered yet: nothing to send again. The later requests wait
+        // for their own resend (the requester's go-back-N).
+        let unanswered = matches!(e.state, TidReqState::Init)
+            || (e.state == TidReqState::Sync && e.cur_seg == 0);
+        if old_req || unanswered {
+            self.later_wait_for_resend(prev);
+            if !schedule {
+                return WriteReqVerdict::Duplicate;
+            }
+        }
+        let Some(e) = self.w.entries.get_mut(i) else {
+            return WriteReqVerdict::Dropped;
+        };
+        if e.req.clear_tail != e.req.setup_head {
+            let first = self.rsp.ack.get(i).map_or(psn, |a| a.psn);
+            Self::rewind_entry(e, &mut self.w.pending_tid_w_segs, psn, first);
+            self.later_resend(prev);
+            self.w.flags.remove(TidFlags::R_TID_WAIT_INTERLCK);
+            self.rsp.rewind_to(prev);
+        }
+        self.end_rnr_episode(intr, wmrs);
+        self.rsp.nak_state = None;
+        WriteReqVerdict::Duplicate
+    }
+
+    /// Every later TID WRITE entry not answered yet waits for its own
+    /// resent request (`INIT_RESEND`).
+    fn later_wait_for_resend(&mut self, prev: usize) {
+        let mut j = Responder::next(prev);
+        while j != self.rsp.head {
+            let write = self
+                .rsp
+                .ack
+                .get(j)
+                .is_some_and(|a| a.kind == Some(EntryKind::Write));
+            if let Some(e) = self.w.entries.get_mut(j).filter(|_| write) {
+                if e.state == TidReqState::Init {
+                    e.state = TidReqState::InitResend;
+                }
+            }
+            j = Responder::next(j);
+        }
+    }
+
+    /// The entry's WRITE_RESPs sent for segments whose data has not come
+    /// are sent again from the segment `psn` names.
+    fn rewind_entry(e: &mut WriteEntry<P>, pending: &mut u32, psn: Psn, first: Psn) {
+        let r = &mut e.req;
+        let out = ring_count(r.flow_idx, r.clear_tail);
+        if out == 0 {
+            return;
+        }
+        let Some(base) = r.flow(r.clear_tail).map(|f| f.psns.resp_ib_psn) else {
+            return;
+        };
+        let d = psn.delta(base);
+        *pending = pending.saturating_sub(u32::from(out));
+        r.flow_idx = ring_add(r.clear_tail, d);
+        *pending = pending.saturating_add_signed(d);
+        if ring_count(r.setup_head, r.flow_idx) != 0 {
+            e.cur_seg = u32::try_from(psn.delta(first)).unwrap_or(0);
+            e.state = TidReqState::ResendActive;
+        }
+    }
+
+    /// Every later TID WRITE entry with responses outstanding sends them
+    /// again from its first segment without data (`RESEND`); the ones not
+    /// answered yet wait for their own resend.
+    fn later_resend(&mut self, prev: usize) {
+        let mut j = Responder::next(prev);
+        while j != self.rsp.head {
+            let write = self
+                .rsp
+                .ack
+                .get(j)
+                .is_some_and(|a| a.kind == Some(EntryKind::Write));
+            if let Some(e) = self.w.entries.get_mut(j).filter(|_| write) {
+                match e.state {
+                    TidReqState::Init => e.state = TidReqState::InitResend,
+                    TidReqState::InitResend => {}
+                    _ if e.cur_seg == e.comp_seg => {}
+                    _ => {
+                        let out = ring_count(e.req.flow_idx, e.req.clear_tail);
+                        self.w.pending_tid_w_segs =
+                            self.w.pending_tid_w_segs.saturating_sub(u32::from(out));
+                        e.req.flow_idx = e.req.clear_tail;
+                        e.state = TidReqState::Resend;
+                        e.cur_seg = e.comp_seg;
+                    }
+                }
+            }
+            j = Responder::next(j);
+        }
+    }
+
+    /// A retry PSN earlier than an RNR NAK's ends the RNR episode: the
+    /// responder allocates again and `r_psn` moves past the newest entry.
+    fn end_rnr_episode(&mut self, intr: &RecvPath, wmrs: &impl WriteRegions) {
+        if self.w.rnr_nak_state == RnrNakState::Init {
+            return;
+        }
+        self.w.rnr_nak = None;
+        self.w.rnr_nak_state = RnrNakState::Init;
+        if let Some(a) = self.rsp.ack.get(Responder::prev(self.rsp.head)) {
+            self.rsp.expected_psn = a.lpsn.add(1);
+        }
+        self.alloc_resources(wmrs, AllocCtx::Intr(intr));
+    }
+}
