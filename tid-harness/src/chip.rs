@@ -134,11 +134,10 @@ pub struct ArrivingData<'a> {
 }
 
 /// The responder's software chip receives a WRITE_DATA into `mem` (the
-/// region pages its RcvArray entries point at); if it delivers the packet
-/// without an error, the WRITE responder handles it. Returns the chip's
-/// outcome and, for a packet software handled, the responder's verdict.
-/// A packet delivered with an error is left to the caller (the responder's
-/// KDETH error path is not built yet).
+/// region pages its RcvArray entries point at); if it delivers the packet,
+/// the WRITE responder handles it, through its KDETH error path if the
+/// chip flagged one. Returns the chip's outcome and, for a packet software
+/// handled, the responder's verdict.
 ///
 /// The chip's state lives under `exp_lock`, reached here with the QP's
 /// `s_lock`; both are dropped before the responder runs, which takes
@@ -170,9 +169,13 @@ where
             payload: pkt.payload,
         },
     );
-    if !o.delivered || o.error.is_some() {
+    if !o.delivered {
         return (o, None);
     }
-    let v = qp::receive_write_data(rcd, qp, r, pkt.psn, pkt.last_of_request, wmrs);
+    let at = (pkt.psn, pkt.last_of_request);
+    let v = match o.error {
+        None => qp::receive_write_data(rcd, qp, r, at.0, at.1, wmrs),
+        Some(e) => qp::receive_write_data_error(rcd, qp, r, at, kdeth_error(e), wmrs),
+    };
     (o, Some(v))
 }

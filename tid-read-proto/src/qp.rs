@@ -21,7 +21,7 @@
 //! | [`post_read`] | the QP's `s_lock` (guard) | `exp_lock` if the post errors the QP |
 //! | [`receive_read_resp`], [`receive_ack`], [`receive_read_response`], [`timeout`], [`rnr_timeout`], [`flush`] | the QP's `s_lock` (guard) | `exp_lock` |
 //! | [`receive_read_req`], [`receive_plain_read`], [`send_responses`] | the QP's `s_lock` (guard) | nothing |
-//! | [`receive_write_req`], [`receive_write_data`], [`receive_resync`] | the QP's `r_lock` (its token) | the QP's `s_lock`, then `exp_lock` |
+//! | [`receive_write_req`], [`receive_write_data`], [`receive_write_data_error`], [`receive_resync`] | the QP's `r_lock` (its token) | the QP's `s_lock`, then `exp_lock` |
 //! | [`send_write_responses`], [`send_tid_ack`] | nothing (root token) | the QP's `s_lock` (then `exp_lock` for the first) |
 //! | [`write_responses_locked`], [`tid_ack_locked`], [`flush_write_responder`] | the QP's `s_lock` (guard) | `exp_lock` |
 
@@ -517,6 +517,35 @@ where
     let mut g = qp.s_lock.lock(r);
     with_write_responder(rcd, qp, &mut g, |env| {
         env.receive_write_data(&intr, psn, last_of_request, wmrs)
+    })
+}
+
+/// Receives a WRITE_DATA or WRITE_DATA_LAST (`last_of_request`) that the
+/// chip delivered with `error`: a flow sequence error starts software PSN
+/// checking with a TID NAK for the packet the chip expected, a generation
+/// error earns a NAK, and in software checking an in-order last packet of
+/// a segment is received as [`receive_write_data`] receives it. Kernel:
+/// the TID WRITE half of `hfi1_handle_kdeth_eflags()`.
+///
+/// # Locking
+///
+/// The QP's `r_lock` held (`r`); takes the QP's `s_lock`, and `exp_lock`
+/// inside it (the flow register, and `tid-flow`).
+pub fn receive_write_data_error<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    r: &mut LockToken<'_, RLock>,
+    (psn, last_of_request): (FlowPsn, bool),
+    error: KdethError,
+    wmrs: &impl WriteRegions,
+) -> DataVerdict
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let intr = RecvPath::held(r);
+    let mut g = qp.s_lock.lock(r);
+    with_write_responder(rcd, qp, &mut g, |env| {
+        env.receive_write_data_error(&intr, psn, last_of_request, error, wmrs)
     })
 }
 

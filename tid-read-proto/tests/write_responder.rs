@@ -10,7 +10,7 @@ use std::cell::Cell;
 
 use hfi1_hal::consts::{OP_TID_RDMA_ACK, OP_TID_RDMA_WRITE_DATA_LAST, OP_TID_RDMA_WRITE_RESP};
 use hfi1_hal::lock_order::{Lock, LockToken, RLock};
-use hfi1_hal::sim::{ExpectedOutcome, SimMemory};
+use hfi1_hal::sim::{ExpectedOutcome, RcvError, SimMemory};
 use hfi1_hal::{FlowPsn, Psn, TidEntry};
 use qp_wait::{QueueKind, WaitPlatform};
 use tid_flow::{RcvCtxt, Sge};
@@ -855,6 +855,84 @@ fn duplicate_of_an_unanswered_write_req_holds_the_later_ones() {
     assert!(n.tid_ack().is_some());
     check_placed(&n, 0, 2 * u64::from(SEG));
     assert_eq!(n.with_w(|t| t.responder.msn()), 2);
+    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
+    n.flush_and_check();
+}
+
+/// A lost WRITE_DATA in the middle of a segment: the chip places the
+/// packets after it (their TIDs are valid) but hands each to software with
+/// a flow sequence error. The first starts software PSN checking from the
+/// chip's flow register and owes one TID NAK for the lost packet; the
+/// rest of the episode owes no other. The NAK names the segment's
+/// WRITE_RESP and the expected flow PSN; the requester resends from there
+/// and the segment completes, every byte in place. A packet from another
+/// generation (a stale copy) is a generation error: not placed, and a NAK
+/// for the packet expected. Kernel: the TID WRITE half of
+/// `hfi1_handle_kdeth_eflags()` (`RHF_RTE_EXPECTED_FLOW_SEQ_ERR`,
+/// `_GEN_ERR`, `nak_psn`), `read_r_next_psn()`.
+///
+/// Fails with the errors left to the caller as before (checked: the chip
+/// receive handing software nothing for a flagged packet): no NAK is owed
+/// and the requester never learns of the loss.
+#[test]
+fn a_sequence_error_naks_the_lost_packet_once() {
+    let mut n = Node::new(64, 256);
+    let total = 2 * SEG;
+    assert_eq!(
+        n.write_req(100, BASE, total, RKEY),
+        WriteReqVerdict::Accepted
+    );
+    let resps: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    let at = resps[0].hdr.flow_psn;
+    let g = at.generation();
+    let out = n.send_flow(&resps[0], (0, total, BASE), at, |i| i != 10);
+    // Packets 11..=63: placed, each flagged and each a NAK verdict.
+    assert_eq!(out.len(), 63);
+    let flagged = out.iter().filter(|(_, o, v)| {
+        o.placed && o.error == Some(RcvError::FlowSeq) && *v == Some(DataVerdict::Nak)
+    });
+    assert_eq!(flagged.count(), 53, "{out:?}");
+    let (psn, a) = parse_tid_ack(&n.tid_ack().expect("one TID NAK"));
+    assert!(a.aeth.is_nak());
+    assert_eq!(a.aeth.syndrome, NakCode::PsnError.syndrome());
+    assert_eq!(psn.get(), FlowPsn::new(g, 10).raw(), "the lost packet");
+    assert_eq!(a.verbs_psn, Psn::new(100));
+    assert!(n.tid_ack().is_none(), "once per episode");
+
+    // The requester resends from the NAKed packet.
+    // The chip expects it still: the resend is in sequence, suppressed
+    // but for the segment's last packet.
+    let again = n.send_flow(&resps[0], (0, total, BASE), at, |i| i >= 10);
+    let v: Vec<_> = again.iter().filter_map(|(_, _, v)| *v).collect();
+    assert_eq!(v, [DataVerdict::SegmentDone], "{again:?}");
+    let (psn, a) = parse_tid_ack(&n.tid_ack().unwrap());
+    assert!(!a.aeth.is_nak());
+    assert_eq!(psn.get(), FlowPsn::new(g, 63).raw());
+
+    // A stale copy from another generation while segment 1 waits.
+    let stale = FlowPsn::new(g.next(), 64);
+    let out = n.send_flow(&resps[1], (1, total, BASE), stale, |i| i == 0);
+    assert!(
+        out.iter()
+            .all(|(_, o, v)| !o.placed && *v == Some(DataVerdict::Nak))
+    );
+    let (psn, a) = parse_tid_ack(&n.tid_ack().expect("a NAK for the stale packet"));
+    assert!(a.aeth.is_nak());
+    assert_eq!(
+        psn.get(),
+        FlowPsn::new(g, 64).raw(),
+        "segment 1's first packet"
+    );
+    assert_eq!(a.verbs_psn, Psn::new(101));
+    let s = n.with_w(|t| t.write_responder.stats);
+    assert!(s.seq_errors > 0 && s.gen_errors == 1, "{s:?}");
+
+    assert_eq!(
+        n.send_segment(&resps[1], 1, total, BASE),
+        [DataVerdict::RequestDone]
+    );
+    assert!(n.tid_ack().is_some());
+    check_placed(&n, 0, u64::from(total));
     assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
     n.flush_and_check();
 }

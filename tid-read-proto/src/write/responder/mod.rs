@@ -9,7 +9,8 @@
 //! `alloc`: `hfi1_tid_write_alloc_resources()` and the RNR NAK;
 //! `resp`: `hfi1_build_tid_rdma_write_resp()` and the WRITE half of
 //! `make_rc_ack()`; `dup`: the TID WRITE half of `tid_rdma_rcv_error()`;
-//! `data`: `hfi1_rc_rcv_tid_rdma_write_data()`; `ack`:
+//! `data`: `hfi1_rc_rcv_tid_rdma_write_data()`; `eflags`: its WRITE half
+//! of `hfi1_handle_kdeth_eflags()`; `ack`:
 //! `make_tid_rdma_ack()` / `hfi1_build_tid_rdma_write_ack()`; `resync`:
 //! `hfi1_rc_rcv_tid_rdma_resync()`; `teardown`: the WRITE half of
 //! `hfi1_qp_kern_exp_rcv_clear_all()`.
@@ -45,15 +46,13 @@
 //! - A duplicate WRITE_REQ that finds a TID READ entry (or none) is
 //!   dropped; 6.1 handles it by the entry's opcode.
 //!
-//! Not here yet: the WRITE half of
-//! `hfi1_handle_kdeth_eflags()` (only a segment's in-sequence last packet
-//! is handled), the reap timer's expiry (its flag and timer are kept).
+//! Not here yet: the reap timer's expiry (its flag and timer are kept).
 //!
 //! # Locking
 //!
 //! | function | needs | takes |
 //! |---|---|---|
-//! | `qp::receive_write_req`, `qp::receive_write_data`, `qp::receive_resync` | the QP's `r_lock` (token) | the QP's `s_lock`, then `exp_lock` through `tid-flow` |
+//! | `qp::receive_write_req`, `qp::receive_write_data`, `qp::receive_write_data_error`, `qp::receive_resync` | the QP's `r_lock` (token) | the QP's `s_lock`, then `exp_lock` through `tid-flow` |
 //! | `qp::send_write_responses` | nothing (root token) | the QP's `s_lock`, then `exp_lock` |
 //! | `qp::send_tid_ack` | nothing (root token) | the QP's `s_lock` |
 //! | `qp::flush_write_responder` | the QP's `s_lock` (guard) | `exp_lock` |
@@ -66,6 +65,7 @@ mod ack;
 mod alloc;
 mod data;
 mod dup;
+mod eflags;
 mod req;
 mod resp;
 mod resync;
@@ -126,6 +126,10 @@ counters! {
         pub resyncs_ignored,
         /// RESYNC ACKs sent.
         pub resync_acks,
+        /// WRITE_DATA the chip delivered with a flow sequence error.
+        pub seq_errors,
+        /// WRITE_DATA the chip delivered with a generation error.
+        pub gen_errors,
     }
 }
 

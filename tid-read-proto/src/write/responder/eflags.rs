@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! A WRITE_DATA the chip handed to software with an error: a flow
+//! sequence error starts software PSN checking and a TID NAK for the
+//! packet the chip expected, a generation error (a stale packet) earns a
+//! NAK too; once checking in software, an in-order packet goes on and a
+//! segment's in-order last packet is received normally. Kernel: the TID
+//! WRITE half of `hfi1_handle_kdeth_eflags()`.
+
+use hfi1_hal::FlowPsn;
+use hfi1_hal::flags::TidFlags;
+use hfi1_hal::platform::FlowTable;
+
+use super::{DataVerdict, Env, RecvPath};
+use crate::requester::KdethError;
+use crate::responder::EntryKind;
+use crate::write::WriteRegions;
+
+impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
+    /// Receives a WRITE_DATA (`last_of_request`: a WRITE_DATA_LAST) with
+    /// flow PSN `psn` that the chip delivered with `error`. Kernel: the TID
+    /// WRITE half of `hfi1_handle_kdeth_eflags()`, and
+    /// `hfi1_rc_rcv_tid_rdma_write_data()` when it returns false.
+    ///
+    /// # Locking
+    ///
+    /// `r_lock` (`intr`) and the QP's `s_lock` held; takes `exp_lock` to
+    /// read the flow register, and through `tid-flow` if the packet
+    /// completes a segment.
+    pub(crate) fn receive_write_data_error(
+        &mut self,
+        intr: &RecvPath,
+        psn: FlowPsn,
+        last_of_request: bool,
+        error: KdethError,
+        wmrs: &impl WriteRegions,
+    ) -> DataVerdict {
+        if !self.state.receives() {
+            self.rsp.drop_in_error(wmrs);
+            self.w.stats.dropped += 1;
+            return DataVerdict::Dropped;
+        }
+        // No payload was placed: a TID error on an expected packet is
+        // just dropped.
+        if error == KdethError::Tid {
+            self.w.stats.dropped += 1;
+            return DataVerdict::Dropped;
+        }
+        let receiving = self.w.r_tid_tail.filter(|&t| {
+            t != self.w.r_tid_head
+                && self
+                    .rsp
+                    .ack
+                    .get(t)
+                    .is_some_and(|a| a.kind == Some(EntryKind::Write))
+        });
+        let Some(e) = receiving.and_then(|t| self.w.entries.get_mut(t)) else {
+            self.w.stats.dropped += 1;
+            return DataVerdict::Dropped;
+        };
+        // Only while a WRITE_RESP went out for a segment without its data.
+        let ct = e.req.clear_tail;
+        let Some(f) = e.req.flow_mut(ct).filter(|_| e.comp_seg != e.cur_seg) else {
+            self.w.stats.dropped += 1;
+            return DataVerdict::Dropped;
+        };
+        if error == KdethError::FlowGen {
+            self.w.stats.gen_errors += 1;
+            let expected = f.psns.r_next_psn;
+            return self.nak_once(expected);
+        }
+        self.w.stats.seq_errors += 1;
+        if !self.w.flags.contains(TidFlags::R_TID_SW_PSN) {
+            // First error of the episode: from where the chip stands.
+            self.w.flags.insert(TidFlags::R_TID_SW_PSN);
+            if let Some(idx) = f.idx {
+                let es = self.rcd.exp_lock.lock(self.locked.token);
+                f.psns.r_next_psn = es.chip.read_flow(idx).next_psn();
+            }
+            let expected = f.psns.r_next_psn;
+            self.w.r_next_psn_kdeth = expected;
+            return self.nak_once(expected);
+        }
+        let diff = psn.as_psn().delta(f.psns.r_next_psn.as_psn());
+        if diff > 0 {
+            let expected = f.psns.r_next_psn;
+            return self.nak_once(expected);
+        }
+        if diff < 0 {
+            self.w.stats.dropped += 1;
+            return DataVerdict::Dropped;
+        }
+        self.w.tid_nak = None;
+        let last = psn == f.psns.full_psn(f.psns.lpsn);
+        let next = FlowPsn::from_raw(psn.raw().wrapping_add(1));
+        f.psns.r_next_psn = next;
+        self.w.r_next_psn_kdeth = next;
+        if last {
+            return self.receive_write_data(intr, psn, last_of_request, wmrs);
+        }
+        DataVerdict::InSequence
+    }
+
+    /// A TID NAK for `expected`, once per episode. Kernel: the `nak_psn`
+    /// label of `hfi1_handle_kdeth_eflags()`.
+    fn nak_once(&mut self, expected: FlowPsn) -> DataVerdict {
+        if self.w.tid_nak.is_none() {
+            self.w.tid_nak = Some(expected);
+            self.trigger_ack();
+        }
+        DataVerdict::Nak
+    }
+}
