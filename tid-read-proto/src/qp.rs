@@ -21,7 +21,7 @@
 //! | [`post_read`] | the QP's `s_lock` (guard) | `exp_lock` if the post errors the QP |
 //! | [`receive_read_resp`], [`receive_ack`], [`receive_read_response`], [`timeout`], [`rnr_timeout`], [`flush`] | the QP's `s_lock` (guard) | `exp_lock` |
 //! | [`receive_read_req`], [`receive_plain_read`], [`send_responses`] | the QP's `s_lock` (guard) | nothing |
-//! | [`receive_write_req`], [`receive_write_data`], [`receive_write_data_error`], [`receive_resync`] | the QP's `r_lock` (its token) | the QP's `s_lock`, then `exp_lock` |
+//! | [`receive_write_req`], [`receive_write_data`], [`receive_write_data_error`], [`receive_resync`], [`reap_timeout`] | the QP's `r_lock` (its token) | the QP's `s_lock`, then `exp_lock` |
 //! | [`send_write_responses`], [`send_tid_ack`] | nothing (root token) | the QP's `s_lock` (then `exp_lock` for the first) |
 //! | [`write_responses_locked`], [`tid_ack_locked`], [`flush_write_responder`] | the QP's `s_lock` (guard) | `exp_lock` |
 
@@ -570,6 +570,31 @@ where
     let intr = RecvPath::held(r);
     let mut g = qp.s_lock.lock(r);
     with_write_responder(rcd, qp, &mut g, |env| env.receive_resync(&intr, psn))
+}
+
+/// The reap timer ([`hfi1_hal::timers::QpTimer::Reap`]) expired: if a
+/// WRITE_RESP still waits for its data (`HFI1_R_TID_RSC_TIMER`), the flow,
+/// every TID and region reference come back, the QP goes to the error
+/// state and leaves any TID wait. True if it acted; a late or stale
+/// expiry does nothing. Kernel: `hfi1_tid_timeout()`.
+///
+/// # Locking
+///
+/// The QP's `r_lock` held (`r`, as the kernel's handler takes it); takes
+/// the QP's `s_lock`, and `exp_lock` inside it through `tid-flow` and
+/// `qp-wait`.
+pub fn reap_timeout<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    r: &mut LockToken<'_, RLock>,
+    wmrs: &impl WriteRegions,
+) -> bool
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let intr = RecvPath::held(r);
+    let mut g = qp.s_lock.lock(r);
+    with_write_responder(rcd, qp, &mut g, |env| env.reap_timeout(&intr, wmrs))
 }
 
 /// The responder's first leg with TID WRITE entries: takes the QP's

@@ -10,7 +10,8 @@ use std::cell::Cell;
 
 use hfi1_hal::consts::{OP_TID_RDMA_ACK, OP_TID_RDMA_WRITE_DATA_LAST, OP_TID_RDMA_WRITE_RESP};
 use hfi1_hal::lock_order::{Lock, LockToken, RLock};
-use hfi1_hal::sim::{ExpectedOutcome, RcvError, SimMemory};
+use hfi1_hal::sim::{ExpectedOutcome, RcvError, SimMemory, SimTimers};
+use hfi1_hal::timers::{QpTimer, QpTimers};
 use hfi1_hal::{FlowPsn, Psn, TidEntry};
 use qp_wait::{QueueKind, WaitPlatform};
 use tid_flow::{RcvCtxt, Sge};
@@ -25,7 +26,9 @@ use tid_read_proto::wire::aeth::NakCode;
 use tid_read_proto::wire::write_data::{DataBuilder, DataFlow};
 use tid_read_proto::wire::{frame, resync, tid_ack, write_req, write_resp};
 use tid_read_proto::write::WriteRegions;
-use tid_read_proto::write::responder::{DataVerdict, ResyncVerdict, RnrNakState, WriteReqVerdict};
+use tid_read_proto::write::responder::{
+    DataVerdict, ResyncVerdict, RnrNakState, WriteReqVerdict, reap_ns,
+};
 
 const SEG: u32 = 256 << 10;
 const BASE: u64 = 0x4000_0000;
@@ -935,4 +938,69 @@ fn a_sequence_error_naks_the_lost_packet_once() {
     check_placed(&n, 0, u64::from(total));
     assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
     n.flush_and_check();
+}
+
+/// The reap timer on the timer service: armed with the first WRITE_RESP
+/// for `reap_ns(remote timeout)`; if the data never comes its expiry gives
+/// back the flow, every TID and the region reference and errors the QP
+/// (no NAK is sent), and later WRITE_DATA is dropped. An expiry with the
+/// flag clear does nothing: one injected before any WRITE_RESP, and a
+/// late one after the data came in time (the data stopped the timer).
+/// Kernel: `hfi1_tid_timeout()`, `hfi1_add_tid_reap_timer()`,
+/// `hfi1_stop_tid_reap_timer()`.
+///
+/// Fails with the flag test taken out (checked): the injected expiry
+/// errors a QP that has nothing outstanding.
+#[test]
+fn reap_timer_expiry_errors_the_qp_and_gives_everything_back() {
+    let timers: SimTimers<SoftQp> = SimTimers::new();
+    let fire = |n: &mut Node| -> Vec<bool> {
+        let mut acted = Vec::new();
+        while let Some((qp, t)) = timers.pop_due() {
+            assert_eq!(t, QpTimer::Reap);
+            assert!(std::ptr::eq(&*qp, &*n.qp));
+            let mut root = LockToken::root();
+            let mut r = n.r_lock.lock(&mut root);
+            acted.push(qp::reap_timeout(&n.rcd, &n.qp, r.token(), &n.wmrs));
+        }
+        acted
+    };
+    let mut n = Node::new(64, 128);
+    assert_eq!(n.write_req(100, BASE, SEG, RKEY), WriteReqVerdict::Accepted);
+    timers.inject(&n.qp, QpTimer::Reap);
+    assert_eq!(fire(&mut n), [false], "nothing outstanding: ignored");
+    assert_eq!(n.state(), QpState::Rts);
+    let resp = parse_resp(&n.respond()[0]);
+    let ns = n.with_w(|t| t.write_responder.reap_timer().armed());
+    assert_eq!(ns, Some(reap_ns(14)));
+    timers.arm(&n.qp, QpTimer::Reap, reap_ns(14));
+    timers.advance_to(reap_ns(14) - 1);
+    assert!(fire(&mut n).is_empty());
+    timers.advance_to(reap_ns(14));
+    assert_eq!(fire(&mut n), [true]);
+    assert_eq!(n.state(), QpState::Error);
+    assert!(n.respond().is_empty(), "no NAK");
+    let s = n.with_w(|t| t.write_responder.stats);
+    assert_eq!(s.reap_expiries, 1);
+    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
+    let late = n.send_flow(&resp, (0, SEG, BASE), resp.hdr.flow_psn, |_| true);
+    assert!(
+        late.iter()
+            .all(|(_, _, v)| v.is_none() || *v == Some(DataVerdict::Dropped))
+    );
+    n.flush_and_check();
+
+    // The data in time: the timer is stopped, a late expiry is ignored.
+    let mut m = Node::new(64, 128);
+    assert_eq!(m.write_req(100, BASE, SEG, RKEY), WriteReqVerdict::Accepted);
+    let resp = parse_resp(&m.respond()[0]);
+    timers.arm(&m.qp, QpTimer::Reap, reap_ns(14));
+    m.send_segment(&resp, 0, SEG, BASE);
+    assert!(m.tid_ack().is_some());
+    assert_eq!(m.with_w(|t| t.write_responder.reap_timer().armed()), None);
+    timers.advance_to(2 * reap_ns(14));
+    assert_eq!(fire(&mut m), [false]);
+    assert_eq!(m.state(), QpState::Rts);
+    check_placed(&m, 0, u64::from(SEG));
+    m.flush_and_check();
 }

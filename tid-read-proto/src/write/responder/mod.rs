@@ -9,11 +9,12 @@
 //! `alloc`: `hfi1_tid_write_alloc_resources()` and the RNR NAK;
 //! `resp`: `hfi1_build_tid_rdma_write_resp()` and the WRITE half of
 //! `make_rc_ack()`; `dup`: the TID WRITE half of `tid_rdma_rcv_error()`;
-//! `data`: `hfi1_rc_rcv_tid_rdma_write_data()`; `eflags`: its WRITE half
-//! of `hfi1_handle_kdeth_eflags()`; `ack`:
-//! `make_tid_rdma_ack()` / `hfi1_build_tid_rdma_write_ack()`; `resync`:
+//! `data`: `hfi1_rc_rcv_tid_rdma_write_data()`; `eflags`: the WRITE half
+//! of `hfi1_handle_kdeth_eflags()`; `ack`: `make_tid_rdma_ack()` /
+//! `hfi1_build_tid_rdma_write_ack()`; `resync`:
 //! `hfi1_rc_rcv_tid_rdma_resync()`; `teardown`: the WRITE half of
-//! `hfi1_qp_kern_exp_rcv_clear_all()`.
+//! `hfi1_qp_kern_exp_rcv_clear_all()` and the reap timer's expiry
+//! (`hfi1_tid_timeout()`).
 //!
 //! WRITE entries share the READ responder's ack queue
 //! ([`crate::responder::Responder`]): a WRITE_REQ takes a slot there
@@ -42,17 +43,14 @@
 //! - A RESYNC ACK names the first segment not acknowledged, not the last
 //!   one acknowledged, which 6.1's own requester drops as stale (`ack`'s
 //!   module doc).
-//!
 //! - A duplicate WRITE_REQ that finds a TID READ entry (or none) is
 //!   dropped; 6.1 handles it by the entry's opcode.
-//!
-//! Not here yet: the reap timer's expiry (its flag and timer are kept).
 //!
 //! # Locking
 //!
 //! | function | needs | takes |
 //! |---|---|---|
-//! | `qp::receive_write_req`, `qp::receive_write_data`, `qp::receive_write_data_error`, `qp::receive_resync` | the QP's `r_lock` (token) | the QP's `s_lock`, then `exp_lock` through `tid-flow` |
+//! | `qp::receive_write_req`, `qp::receive_write_data`, `qp::receive_write_data_error`, `qp::receive_resync`, `qp::reap_timeout` | the QP's `r_lock` (token) | the QP's `s_lock`, then `exp_lock` through `tid-flow` |
 //! | `qp::send_write_responses` | nothing (root token) | the QP's `s_lock`, then `exp_lock` |
 //! | `qp::send_tid_ack` | nothing (root token) | the QP's `s_lock` |
 //! | `qp::flush_write_responder` | the QP's `s_lock` (guard) | `exp_lock` |
@@ -130,6 +128,8 @@ counters! {
         pub seq_errors,
         /// WRITE_DATA the chip delivered with a generation error.
         pub gen_errors,
+        /// Reap timer expiries that errored the QP.
+        pub reap_expiries,
     }
 }
 

@@ -4,11 +4,14 @@
 //! fail, then every entry's programmed TIDs, DMA mappings and flow
 //! records, and every region reference. Kernel: the TID WRITE half of
 //! `hfi1_qp_kern_exp_rcv_clear_all()` with `hfi1_kern_clear_hw_flow()`.
+//! And the reap timer's expiry, which gives everything back the same way
+//! and errors the QP (`hfi1_tid_timeout()`).
 
 use hfi1_hal::flags::TidFlags;
 use tid_flow::{clear_hw_flow, exp_rcv_clear_all};
 
-use super::{Env, RnrNakState};
+use super::{Env, RecvPath, RnrNakState};
+use crate::rc::QpState;
 use crate::write::WriteRegions;
 
 impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
@@ -39,5 +42,26 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         self.w.flags = TidFlags::empty();
         self.w.reap.stop();
         self.w.r_tid_alloc = self.w.r_tid_head;
+    }
+
+    /// The reap timer expired: if it is logically armed (a WRITE_RESP
+    /// still waits for its data), the flow and every TID come back and the
+    /// QP goes to the error state (`IB_WC_RESP_TIMEOUT_ERR`: no NAK is
+    /// sent). True if it acted; a late or stale expiry (the flag clear)
+    /// does nothing. Kernel: `hfi1_tid_timeout()` (the `IB_EVENT_QP_FATAL`
+    /// event is the verbs layer's to raise).
+    ///
+    /// # Locking
+    ///
+    /// `r_lock` (`_intr`) and the QP's `s_lock` held; takes `exp_lock`
+    /// through `tid-flow`.
+    pub(crate) fn reap_timeout(&mut self, _intr: &RecvPath, wmrs: &impl WriteRegions) -> bool {
+        if !self.w.flags.contains(TidFlags::R_TID_RSC_TIMER) {
+            return false;
+        }
+        self.w.stats.reap_expiries += 1;
+        self.flush(wmrs);
+        *self.state = QpState::Error;
+        true
     }
 }
