@@ -8,6 +8,7 @@
 use arrayvec::ArrayVec;
 use hfi1_hal::Psn;
 use hfi1_hal::consts::MAX_PAGESETS;
+use hfi1_hal::flags::TidFlags;
 use tid_flow::{ring_count, ring_next};
 
 use super::{AllocCtx, Env, RnrNakState, reap_ns};
@@ -183,9 +184,38 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             return Ok(false);
         };
         f.psns.resp_ib_psn = ib_psn;
+        if !self.emit_write_resp(sink, t, fi)? {
+            return Ok(false);
+        }
+        if let Some(e) = self.w.entries.get_mut(t) {
+            e.cur_seg += 1;
+        }
+        self.w.pending_tid_w_segs += 1;
+        self.w.stats.write_resps += 1;
+        // Add the reap timer (or push it out, on a resend).
+        if resend || !self.w.flags.contains(TidFlags::R_TID_RSC_TIMER) {
+            self.w.flags.insert(TidFlags::R_TID_RSC_TIMER);
+            self.w.reap.arm(reap_ns(self.conn.remote.timeout));
+        }
+        Ok(true)
+    }
+
+    /// Frames the WRITE_RESP of segment flow `fi` of entry `t`: its IB
+    /// PSN, hardware flow, flow PSNs and TID entries. False if the segment
+    /// holds no hardware flow.
+    fn emit_write_resp(
+        &self,
+        sink: &mut impl PacketSink,
+        t: usize,
+        fi: u16,
+    ) -> Result<bool, EngineError> {
+        let Some(f) = self.w.entries.get(t).and_then(|e| e.req.flow(fi)) else {
+            return Ok(false);
+        };
         let Some(flow) = f.idx else {
             return Ok(false);
         };
+        let (psns, entries, ib_psn) = (&f.psns, &f.tid_entries[..], f.psns.resp_ib_psn);
         let built = write_resp::build(&write_resp::WriteRespFields {
             remote_qp: self.conn.remote.qp,
             remote_jkey: self.conn.remote.jkey,
@@ -194,16 +224,16 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
                 syndrome: ACK_SYNDROME,
                 msn: self.rsp.msn,
             },
-            generation: f.psns.generation,
-            spsn: f.psns.spsn,
+            generation: psns.generation,
+            spsn: psns.spsn,
             local_qp: self.conn.local.qp,
             flow,
             ctxt: u8::try_from(self.rcd.ctxt()).unwrap_or(u8::MAX),
             ib_psn,
         });
         let mut payload: ArrayVec<u8, { 4 * MAX_PAGESETS }> = ArrayVec::new();
-        payload.extend(core::iter::repeat_n(0, 4 * f.tid_entries.len()));
-        tid_entries::emit(&f.tid_entries, &mut payload).map_err(PacketError::from)?;
+        payload.extend(core::iter::repeat_n(0, 4 * entries.len()));
+        tid_entries::emit(entries, &mut payload).map_err(PacketError::from)?;
         let n = emit_tid_packet(
             sink.buffer(),
             self.conn.path,
@@ -218,22 +248,6 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             &payload,
         )?;
         sink.send(n);
-        e.cur_seg += 1;
-        self.w.pending_tid_w_segs += 1;
-        self.w.stats.write_resps += 1;
-        // Add the reap timer (or push it out, on a resend).
-        let ns = reap_ns(self.conn.remote.timeout);
-        if resend
-            || !self
-                .w
-                .flags
-                .contains(hfi1_hal::flags::TidFlags::R_TID_RSC_TIMER)
-        {
-            self.w
-                .flags
-                .insert(hfi1_hal::flags::TidFlags::R_TID_RSC_TIMER);
-            self.w.reap.arm(ns);
-        }
         Ok(true)
     }
 }
