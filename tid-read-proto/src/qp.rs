@@ -465,6 +465,27 @@ where
     })
 }
 
+/// Runs `f` on the WRITE responder with the receive path's proof: takes
+/// the QP's `s_lock` under the `r_lock` token `r` ([`with_write_responder`]).
+///
+/// # Locking
+///
+/// The QP's `r_lock` held (`r`); takes the QP's `s_lock`, what `f` takes,
+/// then `exp_lock` through `qp-wait`.
+fn on_recv_path<P, T>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    r: &mut LockToken<'_, RLock>,
+    f: impl FnOnce(&mut wresp::Env<'_, '_, P>, &RecvPath) -> T,
+) -> T
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    let intr = RecvPath::held(r);
+    let mut g = qp.s_lock.lock(r);
+    with_write_responder(rcd, qp, &mut g, |env| f(env, &intr))
+}
+
 /// Receives a TID WRITE_REQ with IB PSN `psn`: validation, the ack-queue
 /// entry (or the revive of an RNR-NAKed one), and the first allocation,
 /// which may queue the QP and schedule an RNR NAK. The first leg
@@ -486,10 +507,8 @@ pub fn receive_write_req<P>(
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let intr = RecvPath::held(r);
-    let mut g = qp.s_lock.lock(r);
-    with_write_responder(rcd, qp, &mut g, |env| {
-        env.receive_write_req(&intr, psn, hdr, wmrs)
+    on_recv_path(rcd, qp, r, |env, intr| {
+        env.receive_write_req(intr, psn, hdr, wmrs)
     })
 }
 
@@ -513,10 +532,8 @@ pub fn receive_write_data<P>(
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let intr = RecvPath::held(r);
-    let mut g = qp.s_lock.lock(r);
-    with_write_responder(rcd, qp, &mut g, |env| {
-        env.receive_write_data(&intr, psn, last_of_request, wmrs)
+    on_recv_path(rcd, qp, r, |env, intr| {
+        env.receive_write_data(intr, psn, last_of_request, wmrs)
     })
 }
 
@@ -542,10 +559,8 @@ pub fn receive_write_data_error<P>(
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let intr = RecvPath::held(r);
-    let mut g = qp.s_lock.lock(r);
-    with_write_responder(rcd, qp, &mut g, |env| {
-        env.receive_write_data_error(&intr, psn, last_of_request, error, wmrs)
+    on_recv_path(rcd, qp, r, |env, intr| {
+        env.receive_write_data_error(intr, psn, last_of_request, error, wmrs)
     })
 }
 
@@ -567,9 +582,7 @@ pub fn receive_resync<P>(
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let intr = RecvPath::held(r);
-    let mut g = qp.s_lock.lock(r);
-    with_write_responder(rcd, qp, &mut g, |env| env.receive_resync(&intr, psn))
+    on_recv_path(rcd, qp, r, |env, intr| env.receive_resync(intr, psn))
 }
 
 /// The reap timer ([`hfi1_hal::timers::QpTimer::Reap`]) expired: if a
@@ -592,9 +605,7 @@ pub fn reap_timeout<P>(
 where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
-    let intr = RecvPath::held(r);
-    let mut g = qp.s_lock.lock(r);
-    with_write_responder(rcd, qp, &mut g, |env| env.reap_timeout(&intr, wmrs))
+    on_recv_path(rcd, qp, r, |env, intr| env.reap_timeout(intr, wmrs))
 }
 
 /// The responder's first leg with TID WRITE entries: takes the QP's

@@ -320,11 +320,37 @@ impl Node {
         assert!(l.iter().all(|&(_, n)| n == 0), "{l:?}");
     }
 
+    /// Nothing held, then the flush leaves nothing either.
+    fn done(&mut self) {
+        assert!(
+            self.leaks().iter().all(|&(_, c)| c == 0),
+            "{:?}",
+            self.leaks()
+        );
+        self.flush_and_check();
+    }
+
+    /// Runs the first leg; the WRITE_RESPs it sent.
+    fn resps(&mut self) -> Vec<Resp> {
+        self.respond().iter().map(|b| parse_resp(b)).collect()
+    }
+
     fn with_w<T>(&self, f: impl FnOnce(&qp::TidQp<SoftPlatform>) -> T) -> T {
         let mut root = LockToken::root();
         let g = self.qp.s_lock.lock(&mut root);
         f(&g.ext)
     }
+}
+
+/// A responder with room to spare, a 512 KiB WRITE accepted at PSN 100,
+/// and its two WRITE_RESPs.
+fn two_segments() -> (Node, Vec<Resp>) {
+    let mut n = Node::new(64, 256);
+    let v = n.write_req(100, BASE, 2 * SEG, RKEY);
+    assert_eq!(v, WriteReqVerdict::Accepted);
+    let resps = n.resps();
+    assert_eq!(resps.len(), 2);
+    (n, resps)
 }
 
 /// A parsed WRITE_RESP.
@@ -395,7 +421,7 @@ fn write_data_is_placed_byte_for_byte_in_scattered_pages() {
         WriteReqVerdict::Accepted
     );
     assert_eq!(n.wmrs.refs(), 1);
-    let resps: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    let resps = n.resps();
     assert_eq!(resps.len(), 4);
     let mut gens = Vec::new();
     for (k, r) in resps.iter().enumerate() {
@@ -455,7 +481,7 @@ fn at_most_four_segments_are_allocated_per_qp() {
     let b = BASE + u64::from(one);
     assert_eq!(n.write_req(104, b, one, RKEY), WriteReqVerdict::Accepted);
     assert_eq!(n.with_w(|t| t.write_responder.alloc_w_segs()), 4);
-    let mut resps: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    let mut resps = n.resps();
     assert_eq!(resps.len(), 4, "four segments granted");
     assert_eq!(n.with_w(|t| t.write_responder.pending_tid_w_segs()), 4);
     for k in 0..8u32 {
@@ -464,7 +490,7 @@ fn at_most_four_segments_are_allocated_per_qp() {
         let remote = if k < 4 { BASE } else { b };
         n.send_segment(&r, k % 4, one, remote);
         assert!(n.tid_ack().is_some());
-        let more: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+        let more = n.resps();
         let want = usize::from(k < 4);
         assert_eq!(more.len(), want, "one more after segment {k}");
         resps.extend(more);
@@ -473,8 +499,7 @@ fn at_most_four_segments_are_allocated_per_qp() {
     check_placed(&n, 0, 2 * u64::from(one));
     let s = n.with_w(|t| t.write_responder.stats);
     assert_eq!(s.requests_received, 2);
-    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
-    n.flush_and_check();
+    n.done();
 }
 
 /// The responder's TIDs run out: room for one scattered segment (8 groups,
@@ -568,8 +593,7 @@ fn rnr_nak_then_success_when_tids_free() {
     check_placed(&n, 0, u64::from(total));
     let s = n.with_w(|t| t.write_responder.stats);
     assert_eq!((s.rnr_scheduled, s.rnr_sent, s.revived), (1, 1, 1));
-    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
-    n.flush_and_check();
+    n.done();
 }
 
 /// A WRITE_REQ whose R_Key does not allow the write: the QP errors, a
@@ -681,8 +705,7 @@ fn a_request_ahead_during_an_rnr_episode_gets_no_psn_nak() {
     check_placed(&n, 0, u64::from(total));
     // The wake-up's first leg, run above by hand.
     drop(n.rcd.sched.pop_send());
-    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
-    n.flush_and_check();
+    n.done();
 }
 
 /// A lost segment tail recovered by RESYNC. A 512 KiB WRITE: segment 0
@@ -704,19 +727,13 @@ fn a_request_ahead_during_an_rnr_episode_gets_no_psn_nak() {
 ///
 /// Fails with the flow left in its generation (checked: the
 /// `resync_hw_flow` call taken out): the QP's flow is still in the old
-/// generation. Fails with 6.1's naming put
-/// back (checked): the RESYNC ACK's `verbs_psn` is 100, segment 0's,
-/// below the requester's oldest unacknowledged segment.
+/// generation. Fails with 6.1's naming put back (checked): the RESYNC
+/// ACK's `verbs_psn` is 100, segment 0's, below the requester's oldest
+/// unacknowledged segment.
 #[test]
 fn resync_moves_the_flow_and_its_ack_names_the_unacked_segment() {
-    let mut n = Node::new(64, 256);
+    let (mut n, resps) = two_segments();
     let total = 2 * SEG;
-    assert_eq!(
-        n.write_req(100, BASE, total, RKEY),
-        WriteReqVerdict::Accepted
-    );
-    let resps: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
-    assert_eq!(resps.len(), 2);
     assert_eq!(
         n.send_segment(&resps[0], 0, total, BASE),
         [DataVerdict::SegmentDone]
@@ -771,8 +788,7 @@ fn resync_moves_the_flow_and_its_ack_names_the_unacked_segment() {
     check_placed(&n, 0, u64::from(total));
     let s = n.with_w(|t| t.write_responder.stats);
     assert_eq!((s.resyncs, s.resyncs_ignored, s.resync_acks), (3, 2, 3));
-    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
-    n.flush_and_check();
+    n.done();
 }
 
 /// A lost WRITE_RESP, and the requester's go-back-N resend of the
@@ -789,14 +805,8 @@ fn resync_moves_the_flow_and_its_ack_names_the_unacked_segment() {
 /// the first WRITE_RESP, never sends the data.
 #[test]
 fn duplicate_write_req_resends_the_same_write_resps() {
-    let mut n = Node::new(64, 256);
+    let (mut n, first) = two_segments();
     let total = 2 * SEG;
-    assert_eq!(
-        n.write_req(100, BASE, total, RKEY),
-        WriteReqVerdict::Accepted
-    );
-    let first: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
-    assert_eq!(first.len(), 2);
     let before = n.leaks();
     let allocated = n.with_w(|t| t.write_responder.stats.segments_allocated);
     // The first WRITE_RESP is lost; the requester resends the WRITE_REQ.
@@ -804,7 +814,7 @@ fn duplicate_write_req_resends_the_same_write_resps() {
         n.write_req(100, BASE, total, RKEY),
         WriteReqVerdict::Duplicate
     );
-    let again: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    let again = n.resps();
     assert_eq!(again.len(), 2, "both segments' WRITE_RESPs again");
     for (a, b) in first.iter().zip(&again) {
         assert_eq!((a.psn, a.hdr, &a.entries), (b.psn, b.hdr, &b.entries));
@@ -820,8 +830,7 @@ fn duplicate_write_req_resends_the_same_write_resps() {
         assert!(n.tid_ack().is_some());
     }
     check_placed(&n, 0, u64::from(total));
-    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
-    n.flush_and_check();
+    n.done();
 }
 
 /// A copy of WRITE_REQ #1 arriving while #1 has had no WRITE_RESP yet
@@ -845,11 +854,11 @@ fn duplicate_of_an_unanswered_write_req_holds_the_later_ones() {
         n.write_req(100, BASE, SEG, RKEY),
         WriteReqVerdict::Duplicate
     );
-    let out: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    let out = n.resps();
     assert_eq!(out.len(), 1, "#1 only");
     assert_eq!(out[0].psn, Psn::new(100));
     assert_eq!(n.write_req(101, b, SEG, RKEY), WriteReqVerdict::Duplicate);
-    let out2: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
+    let out2 = n.resps();
     assert_eq!(out2.len(), 1, "#2 after its own resend");
     assert_eq!(out2[0].psn, Psn::new(101));
     n.send_segment(&out[0], 0, SEG, BASE);
@@ -858,8 +867,7 @@ fn duplicate_of_an_unanswered_write_req_holds_the_later_ones() {
     assert!(n.tid_ack().is_some());
     check_placed(&n, 0, 2 * u64::from(SEG));
     assert_eq!(n.with_w(|t| t.responder.msn()), 2);
-    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
-    n.flush_and_check();
+    n.done();
 }
 
 /// A lost WRITE_DATA in the middle of a segment: the chip places the
@@ -879,13 +887,8 @@ fn duplicate_of_an_unanswered_write_req_holds_the_later_ones() {
 /// and the requester never learns of the loss.
 #[test]
 fn a_sequence_error_naks_the_lost_packet_once() {
-    let mut n = Node::new(64, 256);
+    let (mut n, resps) = two_segments();
     let total = 2 * SEG;
-    assert_eq!(
-        n.write_req(100, BASE, total, RKEY),
-        WriteReqVerdict::Accepted
-    );
-    let resps: Vec<Resp> = n.respond().iter().map(|b| parse_resp(b)).collect();
     let at = resps[0].hdr.flow_psn;
     let g = at.generation();
     let out = n.send_flow(&resps[0], (0, total, BASE), at, |i| i != 10);
@@ -936,8 +939,7 @@ fn a_sequence_error_naks_the_lost_packet_once() {
     );
     assert!(n.tid_ack().is_some());
     check_placed(&n, 0, u64::from(total));
-    assert!(n.leaks().iter().all(|&(_, c)| c == 0), "{:?}", n.leaks());
-    n.flush_and_check();
+    n.done();
 }
 
 /// The reap timer on the timer service: armed with the first WRITE_RESP

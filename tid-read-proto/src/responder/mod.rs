@@ -481,6 +481,13 @@ impl Responder {
         }
     }
 
+    /// True if ack-queue slot `i` holds a TID WRITE entry.
+    pub(crate) fn is_write(&self, i: usize) -> bool {
+        self.ack
+            .get(i)
+            .is_some_and(|e| e.kind == Some(EntryKind::Write))
+    }
+
     /// A packet reached a QP in the error state: dropped, and any region
     /// reference still held is released.
     pub(crate) fn drop_in_error(&mut self, mrs: &impl MrTable) {

@@ -116,11 +116,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             e.state = TidReqState::Complete;
             let next = Responder::next(r);
             self.w.r_tid_ack = Some(next);
-            let next_has = self
-                .rsp
-                .ack
-                .get(next)
-                .is_some_and(|a| a.kind == Some(EntryKind::Write))
+            let next_has = self.rsp.is_write(next)
                 && self
                     .w
                     .entries

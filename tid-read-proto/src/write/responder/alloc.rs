@@ -13,7 +13,7 @@ use tid_flow::{FlowError, clear_hw_flow, exp_rcv_setup, ring_space, setup_hw_flo
 
 use super::{Env, RnrNakState};
 use crate::qualify::div_round_up_mtu;
-use crate::responder::{EntryKind, EpisodeNak, Responder};
+use crate::responder::{EpisodeNak, Responder};
 use crate::write::WriteRegions;
 
 /// Proof that the caller holds the QP's `r_lock` (the receive path): only
@@ -70,11 +70,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
                 break;
             }
             let i = self.w.r_tid_alloc;
-            let is_write = self
-                .rsp
-                .ack
-                .get(i)
-                .is_some_and(|e| e.kind == Some(EntryKind::Write));
+            let is_write = self.rsp.is_write(i);
             let Some(e) = self.w.entries.get(i).filter(|_| is_write) else {
                 self.w.r_tid_alloc = Responder::next(i);
                 continue;

@@ -9,7 +9,7 @@ use hfi1_hal::flags::TidFlags;
 use tid_flow::{exp_rcv_clear, ring_count};
 
 use super::{AllocCtx, Env, RecvPath};
-use crate::responder::{EntryKind, Responder};
+use crate::responder::Responder;
 use crate::write::WriteRegions;
 
 /// What the responder did with a WRITE_DATA packet.
@@ -47,17 +47,10 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         last_of_request: bool,
         wmrs: &impl WriteRegions,
     ) -> DataVerdict {
-        if !self.state.receives() {
-            self.rsp.drop_in_error(wmrs);
-            self.w.stats.dropped += 1;
+        if self.dropped_not_receiving(wmrs) {
             return DataVerdict::Dropped;
         }
-        let Some(t) = self.w.r_tid_tail.filter(|&t| {
-            self.rsp
-                .ack
-                .get(t)
-                .is_some_and(|a| a.kind == Some(EntryKind::Write))
-        }) else {
+        let Some(t) = self.w.r_tid_tail.filter(|&t| self.rsp.is_write(t)) else {
             self.w.stats.dropped += 1;
             return DataVerdict::Dropped;
         };
@@ -123,18 +116,24 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             wmrs.put(mr);
         }
         let mut next = Responder::next(t);
-        while next != self.w.r_tid_head
-            && self
-                .rsp
-                .ack
-                .get(next)
-                .is_none_or(|a| a.kind != Some(EntryKind::Write))
-        {
+        while next != self.w.r_tid_head && !self.rsp.is_write(next) {
             next = Responder::next(next);
         }
         self.w.r_tid_tail = Some(next);
         self.rsp.acked = Responder::next(self.rsp.acked);
         self.w.stats.requests_received += 1;
+    }
+
+    /// True (and the packet counted as dropped) if the QP is not
+    /// receiving; any region reference the ack queue still holds is
+    /// released.
+    pub(crate) fn dropped_not_receiving(&mut self, wmrs: &impl WriteRegions) -> bool {
+        if self.state.receives() {
+            return false;
+        }
+        self.rsp.drop_in_error(wmrs);
+        self.w.stats.dropped += 1;
+        true
     }
 
     /// A TID NAK with the expected PSN, once per episode. Kernel: the

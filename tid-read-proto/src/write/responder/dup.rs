@@ -11,7 +11,7 @@ use hfi1_hal::flags::TidFlags;
 use tid_flow::ring_count;
 
 use super::{AllocCtx, Env, RecvPath, RnrNakState, WriteEntry};
-use crate::responder::{EntryKind, Responder};
+use crate::responder::Responder;
 use crate::write::{TidReqState, WriteRegions};
 
 use super::WriteReqVerdict;
@@ -36,12 +36,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         wmrs: &impl WriteRegions,
     ) -> WriteReqVerdict {
         let (found, prev, old_req) = self.rsp.find_prev_entry(psn);
-        let is_write = |i: usize| {
-            self.rsp
-                .ack
-                .get(i)
-                .is_some_and(|a| a.kind == Some(EntryKind::Write))
-        };
+        let is_write = |i: usize| self.rsp.is_write(i);
         let Some(i) = found.filter(|&i| is_write(i)) else {
             // No entry, or one that is no TID WRITE (6.1 would treat the
             // packet by that entry's opcode).
@@ -86,23 +81,27 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         WriteReqVerdict::Duplicate
     }
 
-    /// Every later TID WRITE entry not answered yet waits for its own
-    /// resent request (`INIT_RESEND`).
-    fn later_wait_for_resend(&mut self, prev: usize) {
+    /// Runs `f` on every TID WRITE entry after `prev` up to the head,
+    /// with the count of WRITE_RESPs waiting for data.
+    fn later_writes(&mut self, prev: usize, mut f: impl FnMut(&mut WriteEntry<P>, &mut u32)) {
         let mut j = Responder::next(prev);
         while j != self.rsp.head {
-            let write = self
-                .rsp
-                .ack
-                .get(j)
-                .is_some_and(|a| a.kind == Some(EntryKind::Write));
-            if let Some(e) = self.w.entries.get_mut(j).filter(|_| write) {
-                if e.state == TidReqState::Init {
-                    e.state = TidReqState::InitResend;
-                }
+            let w = &mut *self.w;
+            if let Some(e) = w.entries.get_mut(j).filter(|_| self.rsp.is_write(j)) {
+                f(e, &mut w.pending_tid_w_segs);
             }
             j = Responder::next(j);
         }
+    }
+
+    /// Every later TID WRITE entry not answered yet waits for its own
+    /// resent request (`INIT_RESEND`).
+    fn later_wait_for_resend(&mut self, prev: usize) {
+        self.later_writes(prev, |e, _| {
+            if e.state == TidReqState::Init {
+                e.state = TidReqState::InitResend;
+            }
+        });
     }
 
     /// The entry's WRITE_RESPs sent for segments whose data has not come
@@ -130,30 +129,18 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
     /// again from its first segment without data (`RESEND`); the ones not
     /// answered yet wait for their own resend.
     fn later_resend(&mut self, prev: usize) {
-        let mut j = Responder::next(prev);
-        while j != self.rsp.head {
-            let write = self
-                .rsp
-                .ack
-                .get(j)
-                .is_some_and(|a| a.kind == Some(EntryKind::Write));
-            if let Some(e) = self.w.entries.get_mut(j).filter(|_| write) {
-                match e.state {
-                    TidReqState::Init => e.state = TidReqState::InitResend,
-                    TidReqState::InitResend => {}
-                    _ if e.cur_seg == e.comp_seg => {}
-                    _ => {
-                        let out = ring_count(e.req.flow_idx, e.req.clear_tail);
-                        self.w.pending_tid_w_segs =
-                            self.w.pending_tid_w_segs.saturating_sub(u32::from(out));
-                        e.req.flow_idx = e.req.clear_tail;
-                        e.state = TidReqState::Resend;
-                        e.cur_seg = e.comp_seg;
-                    }
-                }
+        self.later_writes(prev, |e, pending| match e.state {
+            TidReqState::Init => e.state = TidReqState::InitResend,
+            TidReqState::InitResend => {}
+            _ if e.cur_seg == e.comp_seg => {}
+            _ => {
+                let out = ring_count(e.req.flow_idx, e.req.clear_tail);
+                *pending = pending.saturating_sub(u32::from(out));
+                e.req.flow_idx = e.req.clear_tail;
+                e.state = TidReqState::Resend;
+                e.cur_seg = e.comp_seg;
             }
-            j = Responder::next(j);
-        }
+        });
     }
 
     /// A retry PSN earlier than an RNR NAK's ends the RNR episode: the

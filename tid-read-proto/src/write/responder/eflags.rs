@@ -12,7 +12,6 @@ use hfi1_hal::platform::FlowTable;
 
 use super::{DataVerdict, Env, RecvPath};
 use crate::requester::KdethError;
-use crate::responder::EntryKind;
 use crate::write::WriteRegions;
 
 impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
@@ -34,9 +33,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         error: KdethError,
         wmrs: &impl WriteRegions,
     ) -> DataVerdict {
-        if !self.state.receives() {
-            self.rsp.drop_in_error(wmrs);
-            self.w.stats.dropped += 1;
+        if self.dropped_not_receiving(wmrs) {
             return DataVerdict::Dropped;
         }
         // No payload was placed: a TID error on an expected packet is
@@ -45,14 +42,10 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             self.w.stats.dropped += 1;
             return DataVerdict::Dropped;
         }
-        let receiving = self.w.r_tid_tail.filter(|&t| {
-            t != self.w.r_tid_head
-                && self
-                    .rsp
-                    .ack
-                    .get(t)
-                    .is_some_and(|a| a.kind == Some(EntryKind::Write))
-        });
+        let receiving = self
+            .w
+            .r_tid_tail
+            .filter(|&t| t != self.w.r_tid_head && self.rsp.is_write(t));
         let Some(e) = receiving.and_then(|t| self.w.entries.get_mut(t)) else {
             self.w.stats.dropped += 1;
             return DataVerdict::Dropped;

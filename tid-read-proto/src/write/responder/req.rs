@@ -47,9 +47,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         hdr: &write_req::Repr,
         wmrs: &impl WriteRegions,
     ) -> WriteReqVerdict {
-        if !self.state.receives() {
-            self.rsp.drop_in_error(wmrs);
-            self.w.stats.dropped += 1;
+        if self.dropped_not_receiving(wmrs) {
             return WriteReqVerdict::Dropped;
         }
         if !self.conn.remote_write {
@@ -86,11 +84,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         if len == 0 || len % PAGE_SIZE != 0 {
             return self.refuse(NakCode::InvalidRequest, wmrs);
         }
-        let was_write = self
-            .rsp
-            .ack
-            .get(h)
-            .is_some_and(|a| a.kind == Some(EntryKind::Write));
+        let was_write = self.rsp.is_write(h);
         let r = &slot.req;
         if was_write
             && (ring_count(r.setup_head, r.clear_tail) != 0 || r.clear_tail != r.acked_tail)

@@ -14,7 +14,7 @@ use tid_flow::{ring_count, ring_next};
 use super::{AllocCtx, Env, RnrNakState, reap_ns};
 use crate::packet::{ACK_SYNDROME, PacketError, build_ack};
 use crate::rc::{EngineError, PacketSink, SourceData};
-use crate::responder::{AckState, EntryKind, Responder};
+use crate::responder::{AckState, Responder};
 use crate::wire::{aeth, tid_entries, write_resp};
 use crate::write::{TidReqState, WriteRegions, emit_tid_packet};
 
@@ -68,13 +68,7 @@ pub(crate) fn respond<P: tid_flow::FlowPlatform>(
             return Ok(more);
         }
         let t = env.rsp.tail;
-        let at_write = env.rsp.state == AckState::Idle
-            && t != env.rsp.head
-            && env
-                .rsp
-                .ack
-                .get(t)
-                .is_some_and(|a| a.kind == Some(EntryKind::Write));
+        let at_write = env.rsp.state == AckState::Idle && t != env.rsp.head && env.rsp.is_write(t);
         if !at_write || !env.write_turn(t, wmrs, sink)? {
             return Ok(more && !at_write);
         }

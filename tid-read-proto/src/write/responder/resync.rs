@@ -9,7 +9,7 @@ use hfi1_hal::{FlowPsn, Generation};
 use tid_flow::{resync_hw_flow, ring_count, ring_next};
 
 use super::{Env, RecvPath};
-use crate::responder::{EntryKind, Responder};
+use crate::responder::Responder;
 
 /// What the responder did with a RESYNC.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,11 +78,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         let generation = self.locked.flow.generation;
         let mut i = start;
         loop {
-            let is_write = self
-                .rsp
-                .ack
-                .get(i)
-                .is_some_and(|a| a.kind == Some(EntryKind::Write));
+            let is_write = self.rsp.is_write(i);
             if let Some(e) = self.w.entries.get_mut(i).filter(|_| is_write) {
                 let mut fi = e.req.clear_tail;
                 while ring_count(e.req.setup_head, fi) != 0 {
