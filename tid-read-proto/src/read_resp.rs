@@ -31,6 +31,7 @@
 //! urgency as inputs.
 
 use hfi1_hal::fields::Kdeth0Fields;
+use hfi1_hal::flags::Kdeth0Flags;
 use hfi1_hal::{FlowPsn, Generation, Kdeth0, Kdeth1, Psn, TidEntry};
 
 use hfi1_hal::consts::OP_TID_RDMA_READ_RESP;
@@ -178,6 +179,13 @@ pub struct RespBuilder<'a> {
     urg: bool,
     cursor: Cursor,
     done: bool,
+    /// The entry the cached fields below were worked out for
+    /// (`usize::MAX`: none yet).
+    cached_idx: usize,
+    /// That entry's bytes.
+    cached_len: u32,
+    /// That entry's KDETH word 0 with OFFSET 0 and SH and INTR clear.
+    cached_kdeth0: Kdeth0,
 }
 
 /// What a segment's READ_RESP stream is built from.
@@ -215,6 +223,9 @@ impl<'a> RespBuilder<'a> {
             urg: flow.urg,
             cursor: Cursor::default(),
             done: false,
+            cached_idx: usize::MAX,
+            cached_len: 0,
+            cached_kdeth0: Kdeth0::VERSION_ONLY,
         }
     }
 
@@ -243,36 +254,33 @@ impl<'a> RespBuilder<'a> {
 
     /// Builds the next packet and advances the cursor.
     /// Kernel: `hfi1_build_tid_rdma_read_resp()`.
+    ///
+    /// The entry's length and the KDETH fields it gives (TID, TIDCTRL, OM)
+    /// are checked and worked out once per entry, when the cursor first
+    /// stands on it; a packet adds its OFFSET and the SH / INTR bits.
+    #[inline]
     pub fn next_packet(&mut self) -> Result<RespPacket, BuildError> {
         if self.done {
             return Err(BuildError::Complete);
         }
-        if self.pmtu == 0 {
-            return Err(BuildError::ZeroMtu);
-        }
         let c = self.cursor;
-        let entry = *self
-            .entries
-            .get(c.tid_idx)
-            .ok_or(BuildError::OutOfEntries)?;
-        if entry.is_empty() {
-            return Err(BuildError::EmptyEntry);
+        if c.tid_idx != self.cached_idx {
+            self.enter_entry(c.tid_idx)?;
         }
-        let tidlen = entry.len().wrapping_mul(PAGE);
+        let tidlen = self.cached_len;
         let len = self.pmtu.min(tidlen.wrapping_sub(c.tid_offset));
         let sent = c.sent.wrapping_add(len);
         let last = sent >= self.length;
-        let kdeth0 = Kdeth0::new(Kdeth0Fields {
-            offset: (c.tid_offset / OM_LARGE) & OFFSET_MASK,
-            om: true,
-            tid: entry.idx(),
-            tidctrl: entry.ctrl_bits(),
-            intr: !last && self.urg,
-            sh: !last,
-        })?;
+        let offset =
+            Kdeth0::from_raw(self.cached_kdeth0.raw() | ((c.tid_offset / OM_LARGE) & OFFSET_MASK));
+        let flags = if self.urg {
+            Kdeth0Flags::SH.union(Kdeth0Flags::INTR)
+        } else {
+            Kdeth0Flags::SH
+        };
         let pkt = RespPacket {
             len,
-            kdeth0,
+            kdeth0: offset.with_flags(flags, !last),
             kdeth1: Kdeth1::with_jkey(self.jkey),
             bth_psn: FlowPsn::new(self.generation, self.spsn.wrapping_add(u32::from(c.pkt))),
             verbs_psn: self.ib_spsn.add(u32::from(c.pkt)),
@@ -280,23 +288,39 @@ impl<'a> RespBuilder<'a> {
             last,
         };
         let next_offset = c.tid_offset.wrapping_add(len);
-        self.cursor = if next_offset >= tidlen {
-            Cursor {
-                tid_idx: c.tid_idx.wrapping_add(1),
-                tid_offset: 0,
-                pkt: c.pkt.wrapping_add(1),
-                sent,
-            }
-        } else {
-            Cursor {
-                tid_idx: c.tid_idx,
-                tid_offset: next_offset,
-                pkt: c.pkt.wrapping_add(1),
-                sent,
-            }
+        let next_entry = next_offset >= tidlen;
+        self.cursor = Cursor {
+            tid_idx: c.tid_idx.wrapping_add(usize::from(next_entry)),
+            tid_offset: if next_entry { 0 } else { next_offset },
+            pkt: c.pkt.wrapping_add(1),
+            sent,
         };
         self.done = last;
         Ok(pkt)
+    }
+
+    /// Checks entry `idx` and caches its length and KDETH fields (the
+    /// per-entry half of [`Self::next_packet`]).
+    #[inline]
+    fn enter_entry(&mut self, idx: usize) -> Result<(), BuildError> {
+        if self.pmtu == 0 {
+            return Err(BuildError::ZeroMtu);
+        }
+        let entry = *self.entries.get(idx).ok_or(BuildError::OutOfEntries)?;
+        if entry.is_empty() {
+            return Err(BuildError::EmptyEntry);
+        }
+        self.cached_kdeth0 = Kdeth0::new(Kdeth0Fields {
+            offset: 0,
+            om: true,
+            tid: entry.idx(),
+            tidctrl: entry.ctrl_bits(),
+            intr: false,
+            sh: false,
+        })?;
+        self.cached_len = entry.len().wrapping_mul(PAGE);
+        self.cached_idx = idx;
+        Ok(())
     }
 }
 
@@ -305,15 +329,15 @@ impl Iterator for RespBuilder<'_> {
 
     /// Yields packets until the last one; an error ends the stream after
     /// it is yielded.
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        match self.next_packet() {
-            Err(BuildError::Complete) => None,
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-            ok => Some(ok),
+        // `next_packet` reports `Complete` exactly when `done` is set.
+        if self.done {
+            return None;
         }
+        let r = self.next_packet();
+        self.done |= r.is_err();
+        Some(r)
     }
 }
 
