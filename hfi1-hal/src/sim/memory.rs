@@ -21,6 +21,11 @@
 //! most pages written and not removed at any one time
 //! ([`SimMemory::peak_resident_pages`]): host memory is bounded by that
 //! peak, not by the pages ever added.
+//!
+//! Pages are found through a table of 2 MiB chunks (512 page slots each)
+//! keyed by chunk number: a lookup is a search among the few chunks in
+//! use, not among every page posted, and pages next to each other share
+//! their chunk's slots.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -30,6 +35,11 @@ use crate::consts::{PAGE_SHIFT, PAGE_SIZE};
 
 /// Bytes of a page.
 const PAGE: usize = PAGE_SIZE as usize;
+
+/// Page frame numbers per chunk, as a shift.
+const CHUNK_SHIFT: u32 = 9;
+/// Pages per chunk.
+const CHUNK_PAGES: usize = 1 << CHUNK_SHIFT;
 
 /// One page of bytes.
 pub type Page = [u8; PAGE];
@@ -42,11 +52,62 @@ pub struct UnmappedPage {
     pub addr: u64,
 }
 
+/// 512 consecutive page frames: which were added, and the backing of
+/// those written.
+#[derive(Debug, Clone)]
+struct Chunk {
+    /// Bit `i % 64` of word `i / 64`: page `i` of the chunk was added.
+    added: [u64; CHUNK_PAGES / 64],
+    /// Pages added.
+    count: u32,
+    /// Backing of page `i`, `None` until it is written.
+    backing: Box<[Option<Box<Page>>]>,
+}
+
+impl Chunk {
+    fn new() -> Self {
+        Self {
+            added: [0; CHUNK_PAGES / 64],
+            count: 0,
+            // Built on the heap: the slots are 4 KiB.
+            backing: core::iter::repeat_with(|| None).take(CHUNK_PAGES).collect(),
+        }
+    }
+
+    /// Slot of page frame `pfn` (its low bits).
+    const fn slot(pfn: u64) -> usize {
+        (pfn as usize) & (CHUNK_PAGES - 1)
+    }
+
+    fn has(&self, slot: usize) -> bool {
+        self.added
+            .get(slot / 64)
+            .is_some_and(|w| w & (1 << (slot % 64)) != 0)
+    }
+
+    /// Marks `slot` added or not; returns whether that changed it.
+    fn set(&mut self, slot: usize, on: bool) -> bool {
+        let Some(w) = self.added.get_mut(slot / 64) else {
+            return false;
+        };
+        let bit = 1u64 << (slot % 64);
+        let was = *w & bit != 0;
+        if on {
+            *w |= bit;
+        } else {
+            *w &= !bit;
+        }
+        was != on
+    }
+}
+
 /// Sparse simulated memory.
 #[derive(Debug, Default, Clone)]
 pub struct SimMemory {
-    /// Every page added, by frame number: `None` until first written.
-    pages: BTreeMap<u64, Option<Box<Page>>>,
+    /// The chunks with a page added, by chunk number (`pfn >> 9`).
+    chunks: BTreeMap<u64, Chunk>,
+    /// Pages added and not removed.
+    count: usize,
     /// Backing of removed pages, for reuse (contents stale).
     spare: Vec<Box<Page>>,
     /// Pages with backing now.
@@ -64,21 +125,41 @@ impl SimMemory {
     /// Adds page frame `pfn`, reading as zeros (no-op if it exists). No
     /// host memory is taken until it is written.
     pub fn add_page(&mut self, pfn: u64) {
-        self.pages.entry(pfn).or_insert(None);
+        let chunk = self
+            .chunks
+            .entry(pfn >> CHUNK_SHIFT)
+            .or_insert_with(Chunk::new);
+        if chunk.set(Chunk::slot(pfn), true) {
+            chunk.count += 1;
+            self.count += 1;
+        }
     }
 
     /// Drops the page at frame `pfn`; its backing is kept for the next
     /// first write.
     pub fn remove_page(&mut self, pfn: u64) {
-        if let Some(Some(page)) = self.pages.remove(&pfn) {
+        let key = pfn >> CHUNK_SHIFT;
+        let Some(chunk) = self.chunks.get_mut(&key) else {
+            return;
+        };
+        let slot = Chunk::slot(pfn);
+        if !chunk.set(slot, false) {
+            return;
+        }
+        chunk.count -= 1;
+        self.count -= 1;
+        if let Some(page) = chunk.backing.get_mut(slot).and_then(Option::take) {
             self.resident -= 1;
             self.spare.push(page);
+        }
+        if chunk.count == 0 {
+            self.chunks.remove(&key);
         }
     }
 
     /// Pages added and not removed.
     pub fn page_count(&self) -> usize {
-        self.pages.len()
+        self.count
     }
 
     /// Pages that hold host memory now (written and not removed).
@@ -98,9 +179,10 @@ impl SimMemory {
     ///
     /// [`UnmappedPage`] if the page was never added.
     pub fn page(&self, pfn: u64) -> Result<Option<&Page>, UnmappedPage> {
-        match self.pages.get(&pfn) {
-            Some(p) => Ok(p.as_deref()),
-            None => Err(UnmappedPage {
+        let slot = Chunk::slot(pfn);
+        match self.chunks.get(&(pfn >> CHUNK_SHIFT)) {
+            Some(c) if c.has(slot) => Ok(c.backing.get(slot).and_then(Option::as_deref)),
+            _ => Err(UnmappedPage {
                 addr: pfn << PAGE_SHIFT,
             }),
         }
@@ -127,22 +209,29 @@ impl SimMemory {
     /// Copies `data` to memory starting at bus address `addr`, crossing
     /// pages as needed. Nothing is written if any page is missing.
     pub fn write(&mut self, addr: u64, data: &[u8]) -> Result<(), UnmappedPage> {
-        self.check(addr, data.len())?;
+        let off = (addr & u64::from(PAGE_SIZE - 1)) as usize;
+        if off.saturating_add(data.len()) > PAGE {
+            // Across pages: every page is checked before any is written.
+            self.check(addr, data.len())?;
+        }
         let mut done = 0usize;
         while let Some(rest) = data.get(done..).filter(|r| !r.is_empty()) {
             let a = addr.wrapping_add(done as u64);
             let off = (a & u64::from(PAGE_SIZE - 1)) as usize;
             let n = rest.len().min(PAGE - off);
-            let slot = self
-                .pages
-                .get_mut(&(a >> PAGE_SHIFT))
-                .ok_or(UnmappedPage { addr: a })?;
-            let page = match slot {
+            let pfn = a >> PAGE_SHIFT;
+            let slot = Chunk::slot(pfn);
+            let backing = match self.chunks.get_mut(&(pfn >> CHUNK_SHIFT)) {
+                Some(c) if c.has(slot) => c.backing.get_mut(slot),
+                _ => None,
+            }
+            .ok_or(UnmappedPage { addr: a })?;
+            let page = match backing {
                 Some(p) => p,
                 None => {
                     self.resident += 1;
                     self.peak_resident = self.peak_resident.max(self.resident);
-                    slot.insert(Self::back(&mut self.spare, n == PAGE))
+                    backing.insert(Self::back(&mut self.spare, n == PAGE))
                 }
             };
             if let (Some(dst), Some(src)) = (page.get_mut(off..off + n), rest.get(..n)) {
@@ -184,7 +273,7 @@ impl SimMemory {
         let last = addr.wrapping_add(len as u64 - 1) >> PAGE_SHIFT;
         let mut pfn = first;
         loop {
-            if !self.pages.contains_key(&pfn) {
+            if self.page(pfn).is_err() {
                 return Err(UnmappedPage {
                     addr: (pfn << PAGE_SHIFT).max(addr),
                 });
@@ -261,6 +350,42 @@ mod tests {
         m.write(3 * 4096, &[5; PAGE]).unwrap();
         assert!(m.page(3).unwrap().unwrap().iter().all(|&b| b == 5));
         assert_eq!(m.peak_resident_pages(), 1);
+    }
+
+    #[test]
+    fn pages_in_and_across_chunks_are_counted_once() {
+        let mut m = SimMemory::new();
+        // The last page of chunk 0, the first of chunk 1, one far away.
+        for pfn in [511, 512, 512, 1 << 40] {
+            m.add_page(pfn);
+        }
+        assert_eq!(m.page_count(), 3);
+        assert!(m.page(510).is_err() && m.page(513).is_err());
+        // A write across the chunk boundary, and one that would run into
+        // a missing page (nothing written by it).
+        let data: Vec<u8> = (0..200u32).map(|i| i as u8 | 1).collect();
+        m.write(512 * 4096 - 100, &data).unwrap();
+        assert_eq!(
+            m.write(513 * 4096 - 100, &data),
+            Err(UnmappedPage { addr: 513 * 4096 })
+        );
+        let mut back = [0u8; 200];
+        m.read(512 * 4096 - 100, &mut back).unwrap();
+        assert_eq!(back[..], data[..]);
+        assert_eq!(m.resident_pages(), 2);
+        // Removing a page never added changes nothing; the last page of a
+        // chunk takes the chunk with it.
+        m.remove_page(510);
+        assert_eq!(m.page_count(), 3);
+        m.remove_page(511);
+        m.remove_page(512);
+        assert_eq!(
+            (m.page_count(), m.resident_pages(), m.chunks.len()),
+            (1, 0, 1)
+        );
+        assert_eq!(m.spare.len(), 2);
+        m.remove_page(1 << 40);
+        assert!(m.chunks.is_empty());
     }
 
     #[test]
