@@ -29,14 +29,59 @@
 #![allow(clippy::panic)] // a lock-order violation is a failed test, by design
 
 use std::cell::RefCell;
-use std::vec::Vec;
 
 use crate::lock_order::{LockClass, NewRawSpinLock, RawSpinLock, UNLOCKED_CLASS};
 use crate::sync::SpinLock;
 use crate::sync::atomic::{AtomicU64, Ordering};
 
+/// Most locks one thread holds at once (the engines hold three at most:
+/// r_lock, s_lock, exp_lock); more is reported as a violation.
+const MAX_HELD: usize = 16;
+
+/// The locks a thread holds, in the order it took them: a fixed array
+/// (no destructor, so the thread-local needs no lazy registration and an
+/// access is an address computation).
+#[derive(Clone, Copy)]
+struct Held {
+    len: usize,
+    locks: [(&'static LockClass, usize); MAX_HELD],
+}
+
+impl Held {
+    const fn new() -> Self {
+        Self {
+            len: 0,
+            locks: [(&UNLOCKED_CLASS, 0); MAX_HELD],
+        }
+    }
+
+    fn as_slice(&self) -> &[(&'static LockClass, usize)] {
+        self.locks.get(..self.len).unwrap_or(&[])
+    }
+
+    fn push(&mut self, lock: (&'static LockClass, usize)) {
+        match self.locks.get_mut(self.len) {
+            Some(slot) => {
+                *slot = lock;
+                self.len += 1;
+            }
+            None => violation(format_args!(
+                "{} taken while holding {MAX_HELD} locks",
+                lock.0.name_str()
+            )),
+        }
+    }
+
+    fn remove(&mut self, pos: usize) {
+        if pos < self.len {
+            self.locks.copy_within(pos + 1..self.len, pos);
+            self.len -= 1;
+        }
+    }
+}
+
 std::thread_local! {
-    static HELD: RefCell<Vec<(&'static LockClass, usize)>> = const { RefCell::new(Vec::new()) };
+    static HELD: RefCell<Held> = const { RefCell::new(Held::new()) };
 }
 
 static VIOLATIONS: AtomicU64 = AtomicU64::new(0);
@@ -61,7 +106,7 @@ pub fn assumed_held() -> u64 {
 
 /// Locks the calling thread holds now.
 pub fn held_by_this_thread() -> usize {
-    HELD.with(|h| h.borrow().len())
+    HELD.with(|h| h.borrow().len)
 }
 
 fn violation(msg: core::fmt::Arguments<'_>) -> ! {
@@ -104,7 +149,8 @@ unsafe impl RawSpinLock for CheckedSpinLock {
     fn lock_irqsave(&self) {
         let id = self.id();
         HELD.with(|h| {
-            for (c, held_id) in h.borrow().iter() {
+            let mut h = h.borrow_mut();
+            for (c, held_id) in h.as_slice() {
                 if *held_id == id {
                     violation(format_args!("{} taken twice (self-deadlock)", c.name_str()));
                 }
@@ -118,17 +164,20 @@ unsafe impl RawSpinLock for CheckedSpinLock {
                     ));
                 }
             }
+            // Recorded before the lock is taken (one thread-local access,
+            // not two): only this thread reads its stack, and it is
+            // spinning until the lock is its own.
+            h.push((self.class, id));
         });
         self.inner.lock_irqsave();
         ACQUIRES.fetch_add(1, Ordering::Relaxed);
-        HELD.with(|h| h.borrow_mut().push((self.class, id)));
     }
 
     unsafe fn unlock_irqrestore(&self, flags: ()) {
         let id = self.id();
         HELD.with(|h| {
             let mut h = h.borrow_mut();
-            match h.iter().rposition(|(_, i)| *i == id) {
+            match h.as_slice().iter().rposition(|(_, i)| *i == id) {
                 Some(pos) => {
                     h.remove(pos);
                 }
@@ -145,8 +194,9 @@ unsafe impl RawSpinLock for CheckedSpinLock {
     fn before_lock(&self, token: &'static LockClass) {
         HELD.with(|h| {
             let h = h.borrow();
-            if !token_matches(h.last(), token) {
-                let held = h.last().map_or("nothing", |(c, _)| c.name_str());
+            let top = h.as_slice().last();
+            if !token_matches(top, token) {
+                let held = top.map_or("nothing", |(c, _)| c.name_str());
                 violation(format_args!(
                     "{} taken with a {} token while the thread holds {} on top",
                     self.class.name_str(),
@@ -161,6 +211,7 @@ unsafe impl RawSpinLock for CheckedSpinLock {
         let id = self.id();
         HELD.with(|h| {
             let h = h.borrow();
+            let h = h.as_slice();
             let n = h.len();
             match h.last() {
                 Some((_, top)) if *top == id => {}
