@@ -90,10 +90,16 @@ where
             let base = es
                 .groups
                 .base(u16::try_from(node.group_index()).unwrap_or(u16::MAX));
-            let taken = node.taken();
-            for bit in (0..8u32).filter(|b| taken & (1 << b) != 0) {
-                es.chip
-                    .put_tid(base.wrapping_add(bit), RcvType::Invalid, 0, 0);
+            // The entries taken, lowest first: one step per set bit.
+            let mut taken = node.taken();
+            while taken != 0 {
+                es.chip.put_tid(
+                    base.wrapping_add(taken.trailing_zeros()),
+                    RcvType::Invalid,
+                    0,
+                    0,
+                );
+                taken &= taken - 1;
             }
             // Cannot fail: the record holds at most as many nodes.
             let _ = kept.try_push(node);
