@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The two-node harness of the TID RDMA READ engines: what tid-sim, the
-//! fuzz targets, the engine tests and the kernel's in-module READ test
-//! run the engines on.
+//! The two-node harness of the TID RDMA READ and WRITE engines: what
+//! tid-sim, the fuzz targets, the engine tests and the kernel's in-module
+//! test run the engines on.
 //!
-//! - [`world`]: [`TwoNodes`], a requester node and a responder node with
-//!   the five actions a fabric schedules (run the requesters, deliver to
-//!   the responders, run the responders, deliver to the requesters, fire
-//!   the retry timers), matched and checked completions, and
+//! - [`world`]: [`TwoNodes`], a requester node and a responder node, each
+//!   with its receive context on a software chip, and the actions a
+//!   fabric schedules (run the requesters' first and second legs, deliver
+//!   to the responders, run the responders' first and second legs,
+//!   deliver to the requesters, fire the retry, RNR and TID retry
+//!   timers), READs and WRITEs matched and checked byte for byte, and
 //!   [`TwoNodes::leaks`] / [`TwoNodes::teardown`]. Generic over the
 //!   platform ([`Node`]), so the kernel runs it on its own locks.
 //! - [`doubles`]: the responder's memory regions (counted references,
-//!   misuse counted), the data pattern behind them, the packet outbox and
-//!   the destination page allocator.
+//!   misuse counted; remote-writable ones over scattered pages), the data
+//!   pattern behind them, the packet outbox and the page allocator.
 //! - [`chip`]: a READ_RESP through the software chip's expected receive
 //!   and into the requester.
 //! - [`platform`]: platforms on the software chip ([`sim_platform!`],
@@ -69,8 +71,10 @@
 //! # Locking
 //!
 //! Every [`TwoNodes`] action takes the root token (no lock held), then one
-//! QP's `s_lock` at a time and the requester context's `exp_lock` inside
-//! it; [`chip::receive_read_resp`] needs the QP's `s_lock` held.
+//! QP's locks at a time: its `r_lock` for a WRITE delivery to the
+//! responder, its `s_lock`, and the node's context's `exp_lock` inside
+//! it; [`chip::receive_read_resp`] needs the QP's `s_lock` held,
+//! [`chip::receive_write_data`] its `r_lock`.
 #![no_std]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![cfg_attr(not(test), deny(clippy::panic, clippy::indexing_slicing))]

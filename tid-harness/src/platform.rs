@@ -160,4 +160,9 @@ impl crate::world::Node for SoftPlatform {
     fn live_allocations(mem: &SimAllocator) -> usize {
         mem.live_allocations()
     }
+
+    fn new_rlock() -> Option<<Self as WaitPlatform>::Lock> {
+        use hfi1_hal::lock_order::{LockLevel, RLock};
+        Some(<Self as WaitPlatform>::Lock::new_with_class(RLock::class()))
+    }
 }

@@ -8,8 +8,6 @@
 //! either node (TIDs, flows, queue places, QP references, region
 //! references, DMA mappings, flow records).
 
-use std::cell::Cell;
-
 use hfi1_hal::consts::{
     OP_TID_RDMA_ACK, OP_TID_RDMA_WRITE_DATA, OP_TID_RDMA_WRITE_DATA_LAST, OP_TID_RDMA_WRITE_REQ,
     OP_TID_RDMA_WRITE_RESP,
@@ -18,16 +16,15 @@ use hfi1_hal::lock_order::{Lock, LockToken, RLock};
 use hfi1_hal::sim::SimMemory;
 use hfi1_hal::{FlowPsn, Psn};
 use qp_wait::{QueueKind, WaitPlatform};
-use tid_flow::{RcvCtxt, Sge};
+use tid_flow::RcvCtxt;
 use tid_harness::chip::{self, ArrivingData};
-use tid_harness::doubles::{self, Outbox, PageAllocator, Regions};
+use tid_harness::doubles::{self, MemSource, Outbox, PageAllocator, Regions, WritableRegion};
 use tid_harness::platform::{SoftPlatform, SoftQp, new_ctxt, new_qp};
 use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::Path;
 use tid_read_proto::qp;
-use tid_read_proto::rc::{Connection, MrTable, SourceData, WcStatus};
+use tid_read_proto::rc::{Connection, WcStatus};
 use tid_read_proto::wire::{frame, tid_ack, write_data, write_req, write_resp};
-use tid_read_proto::write::WriteRegions;
 use tid_read_proto::write::requester::{TidAckVerdict, WriteRespVerdict, WriteWr};
 use tid_read_proto::write::second_leg;
 
@@ -40,43 +37,6 @@ const B_VQP: u32 = 0x400;
 const JKEY: u16 = 32;
 
 type RLockOf = Lock<RLock, <SoftPlatform as WaitPlatform>::Lock, ()>;
-
-/// B's one remote-writable region over scattered pages.
-struct WRegion {
-    pages: Vec<Sge>,
-    len: u64,
-    refs: Cell<u64>,
-}
-
-impl MrTable for WRegion {
-    fn get(&self, _: u64, _: u32, _: u32) -> Option<u32> {
-        None
-    }
-
-    fn put(&self, _: u32) {
-        self.refs.set(self.refs.get() - 1);
-    }
-}
-
-impl WriteRegions for WRegion {
-    fn get_write(&self, vaddr: u64, len: u32, rkey: u32) -> Option<u32> {
-        let ok = rkey == RKEY && vaddr >= BASE && vaddr + u64::from(len) <= BASE + self.len;
-        ok.then(|| self.refs.set(self.refs.get() + 1)).map(|()| 0)
-    }
-
-    fn write_pages(&self, _: u32, vaddr: u64) -> Option<(&[Sge], u64)> {
-        (vaddr >= BASE && vaddr < BASE + self.len).then(|| (&self.pages[..], vaddr - BASE))
-    }
-}
-
-/// A's local memory as the second leg's source.
-struct Src<'a>(&'a SimMemory);
-
-impl SourceData for Src<'_> {
-    fn read(&self, vaddr: u64, out: &mut [u8]) -> bool {
-        self.0.read(vaddr, out).is_ok()
-    }
-}
 
 fn conn(
     verbs: u32,
@@ -112,7 +72,7 @@ struct Pair {
     b: SoftQp,
     b_rlock: RLockOf,
     b_mem: SimMemory,
-    region: WRegion,
+    region: Regions,
     counts: [u64; 6],
 }
 
@@ -135,6 +95,12 @@ impl Pair {
         let mut b_mem = SimMemory::new();
         let pages = PageAllocator::new(0x10_0000).scattered(region_pages);
         doubles::map(&mut b_mem, &pages);
+        let mut region = Regions::new();
+        region.add_writable(WritableRegion {
+            base: BASE,
+            rkey: RKEY,
+            pages,
+        });
         Self {
             a_rcd: new_ctxt(1, 8, 4, 3).unwrap(),
             a: new_qp(A_VQP, 0, 0, a_conn, Psn::new(100)),
@@ -143,11 +109,7 @@ impl Pair {
             b: new_qp(B_VQP, 0, 0, b_conn, Psn::new(100)),
             b_rlock: Lock::new(()),
             b_mem,
-            region: WRegion {
-                pages,
-                len: region_pages * 4096,
-                refs: Cell::new(0),
-            },
+            region,
             counts: [0; 6],
         }
     }
@@ -189,8 +151,14 @@ impl Pair {
             let mut to_b = Outbox::new();
             let mut to_a = Outbox::new();
             while let Some(q) = self.a_rcd.sched.pop_send() {
-                qp::send_engine_with(&self.a_rcd, &q, &mut root, &mut to_b, &Src(&self.a_mem))
-                    .unwrap();
+                qp::send_engine_with(
+                    &self.a_rcd,
+                    &q,
+                    &mut root,
+                    &mut to_b,
+                    &MemSource(&self.a_mem),
+                )
+                .unwrap();
             }
             while let Some((_, q)) = self.a_rcd.sched.pop_tid_send() {
                 let n = second_leg::do_tid_send(
@@ -198,7 +166,7 @@ impl Pair {
                     &q,
                     &mut root,
                     &mut to_b,
-                    &Src(&self.a_mem),
+                    &MemSource(&self.a_mem),
                 )
                 .unwrap();
                 self.counts[4] += u64::from(n);
@@ -375,7 +343,7 @@ impl Pair {
             v.push(("qp_refs", q.live_refs() as u64 - 1));
             v.push(("flow_records", rcd.mem.live_allocations() as u64));
         }
-        v.push(("mr_refs", self.region.refs.get()));
+        v.push(("mr_refs", self.region.refs()));
         v
     }
 
@@ -419,7 +387,11 @@ fn tid_writes_between_two_nodes_land_byte_for_byte() {
             (3, 5 * seg, WcStatus::Success)
         ]
     );
-    let c = doubles::check_data(&p.b_mem, &p.region.pages[..8 * 64], BASE);
+    let c = doubles::check_data(
+        &p.b_mem,
+        &p.region.writable(0).unwrap().pages[..8 * 64],
+        BASE,
+    );
     assert_eq!((c.verified, c.mismatched), (8 * u64::from(seg), 0), "{c:?}");
     // 3 WRITE_REQs, 8 x 64 data packets, 8 WRITE_RESPs; TID ACKs are
     // coalesced (one may cover segments of several WRITEs).
@@ -453,7 +425,11 @@ fn rnr_heavy_write_completes_one_segment_at_a_time() {
         Some((4 * seg, WcStatus::Success))
     );
     assert!(p.counts[5] > 0, "no RNR wait: {:?}", p.counts);
-    let c = doubles::check_data(&p.b_mem, &p.region.pages[..4 * 64], BASE);
+    let c = doubles::check_data(
+        &p.b_mem,
+        &p.region.writable(0).unwrap().pages[..4 * 64],
+        BASE,
+    );
     assert_eq!((c.verified, c.mismatched), (4 * u64::from(seg), 0), "{c:?}");
     p.flush_b();
     let l = p.leaks();

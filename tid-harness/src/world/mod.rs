@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! [`TwoNodes`]: a requester node (one receive context on a software chip,
-//! its QPs, the destination memory the chip places into) and a responder
-//! node (the peer QPs and their memory regions), with the five actions a
-//! fabric schedules between them and the resource accounting at the end.
+//! its QPs, the destination memory the chip places READ data into) and a
+//! responder node (its own receive context and chip, the peer QPs, their
+//! memory regions, and the memory its chip places TID WRITE data into),
+//! with the actions a fabric schedules between them and the resource
+//! accounting at the end on both nodes. The WRITE half is in `write`.
 //!
 //! The world holds no fabric: what the engines send waits in
 //! [`TwoNodes::to_responders`] and [`TwoNodes::to_requesters`], and the
@@ -10,12 +12,15 @@
 //! copied) into [`TwoNodes::deliver_to_responder`] and
 //! [`TwoNodes::deliver_to_requester`].
 
+mod end;
 mod outcome;
 mod setup;
+mod write;
 
 pub use outcome::{Arrival, AtRequester, AtResponder, Done, Leaks, Posted, Ran, Teardown};
 pub use setup::{
-    Node, Numbering, REQUESTER, RESPONDER, RKEY_BASE, Setup, new_qp, new_qp_with, region_base,
+    Node, Numbering, REQUESTER, RESPONDER, RKEY_BASE, Setup, WRITE_RKEY_BASE, new_qp, new_qp_with,
+    region_base, write_region_base,
 };
 
 use alloc::boxed::Box;
@@ -23,10 +28,10 @@ use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
 
 use hfi1_hal::FlowPsn;
-use hfi1_hal::lock_order::{LockToken, Unlocked};
+use hfi1_hal::consts::PAGE_SIZE;
+use hfi1_hal::lock_order::{Lock, LockToken, RLock, Unlocked};
+use hfi1_hal::services::TidScheduler;
 use hfi1_hal::sim::SimMemory;
-use qp_wait::QueueKind;
-use tid_alloc::groups::GroupList;
 use tid_flow::{RcvCtxt, Sge};
 use tid_read_proto::packet::{self, Parsed};
 use tid_read_proto::qp;
@@ -36,26 +41,40 @@ use tid_read_proto::requester::{ReadWr, ReqStats};
 use tid_read_proto::responder::RespStats;
 
 use crate::chip::{self, Arriving, DestMemory};
-use crate::doubles::{self, Outbox, PageAllocator, Region, Regions};
+use crate::doubles::{self, MemSource, Outbox, PageAllocator, Region, Regions, WritableRegion};
+
+/// A QP's `r_lock` on platform `P` (it guards nothing the harness reads:
+/// the receive paths' state is under `s_lock` here).
+pub type RLockOf<P> = Lock<RLock, <P as qp_wait::WaitPlatform>::Lock, ()>;
 
 /// The two nodes.
 ///
 /// # Locking
 ///
 /// Every action runs with no lock held (the `root` token) and takes one
-/// QP's `s_lock` at a time, and the requester context's `exp_lock` inside
-/// it.
+/// QP's locks at a time: `r_lock` for a WRITE delivery to the responder,
+/// `s_lock`, and the context's `exp_lock` inside it.
 pub struct TwoNodes<P: Node> {
     setup: Setup,
     /// The requester node's receive context.
     pub rcd: Box<RcvCtxt<P>>,
+    /// The responder node's receive context (a TID WRITE's TIDs and
+    /// flows, its scheduler for the responders' trigger work and second
+    /// legs).
+    pub resp_rcd: Box<RcvCtxt<P>>,
+    /// The responder QPs' `r_lock`s (`None` on a platform that cannot
+    /// make one).
+    pub r_locks: Vec<Option<RLockOf<P>>>,
+    /// The responder node's memory: the pages of every writable region.
+    pub resp_mem: SimMemory,
     /// The requester QPs.
     pub requesters: Vec<P::Ref>,
     /// Their peers on the responder node.
     pub responders: Vec<P::Ref>,
     /// The responder node's memory regions, one per QP.
     pub regions: Regions,
-    /// The requester node's memory: every destination page.
+    /// The requester node's memory: every READ destination and WRITE
+    /// source page.
     pub mem: SimMemory,
     /// Where destination pages come from.
     pub pages: PageAllocator,
@@ -65,12 +84,16 @@ pub struct TwoNodes<P: Node> {
     pub to_requesters: Outbox,
     posted: Vec<BTreeMap<u64, Posted>>,
     next_remote: Vec<u64>,
+    next_write: Vec<u64>,
     next_wr: u64,
     ready: Vec<bool>,
     ready_queue: VecDeque<usize>,
 }
 
-impl<P: Node> core::fmt::Debug for TwoNodes<P> {
+impl<P: Node> core::fmt::Debug for TwoNodes<P>
+where
+    P::Sched: TidScheduler<P::Ref>,
+{
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TwoNodes")
             .field("setup", &self.setup)
@@ -79,14 +102,26 @@ impl<P: Node> core::fmt::Debug for TwoNodes<P> {
     }
 }
 
-impl<P: Node> TwoNodes<P> {
+impl<P: Node> TwoNodes<P>
+where
+    P::Sched: TidScheduler<P::Ref>,
+{
     /// Builds both nodes, or `None` without memory.
     pub fn new(setup: Setup) -> Option<Self> {
         let slots = u32::try_from(setup.qps).ok()?;
         let rcd = P::new_ctxt(u32::from(REQUESTER.ctxt), setup.groups, slots, setup.seed)?;
+        let resp_seed = setup.seed ^ 0x5EED_0FB0;
+        let resp_rcd = P::new_ctxt(
+            u32::from(RESPONDER.ctxt),
+            setup.resp_groups,
+            slots,
+            resp_seed,
+        )?;
         let mut requesters = Vec::new();
         let mut responders = Vec::new();
         let mut regions = Regions::new();
+        let mut resp_mem = SimMemory::new();
+        let mut resp_pages = PageAllocator::new(setup.first_pfn.wrapping_add(1 << 28));
         for i in 0..setup.qps {
             let (rc, sc) = setup.connections(i);
             let (slot, cpu) = (u32::try_from(i).ok()?, u32::try_from(i % 4).ok()?);
@@ -97,10 +132,22 @@ impl<P: Node> TwoNodes<P> {
                 len: setup.region_len,
                 rkey: RKEY_BASE.wrapping_add(slot),
             });
+            let pages = resp_pages.scattered(setup.write_region_len / u64::from(PAGE_SIZE));
+            doubles::map(&mut resp_mem, &pages);
+            regions.add_writable(WritableRegion {
+                base: write_region_base(i),
+                rkey: WRITE_RKEY_BASE.wrapping_add(slot),
+                pages,
+            });
         }
         Some(Self {
             setup,
             rcd,
+            resp_rcd,
+            r_locks: (0..setup.qps)
+                .map(|_| P::new_rlock().map(|raw| Lock::with_raw(raw, ())))
+                .collect(),
+            resp_mem,
             requesters,
             responders,
             regions,
@@ -110,6 +157,7 @@ impl<P: Node> TwoNodes<P> {
             to_requesters: Outbox::new(),
             posted: (0..setup.qps).map(|_| BTreeMap::new()).collect(),
             next_remote: (0..setup.qps).map(region_base).collect(),
+            next_write: (0..setup.qps).map(write_region_base).collect(),
             next_wr: 1,
             ready: (0..setup.qps).map(|_| false).collect(),
             ready_queue: VecDeque::new(),
@@ -121,12 +169,12 @@ impl<P: Node> TwoNodes<P> {
         &self.setup
     }
 
-    /// READs posted and not yet completed, over every QP.
+    /// READs and WRITEs posted and not yet completed, over every QP.
     pub fn outstanding(&self) -> usize {
         self.posted.iter().map(BTreeMap::len).sum()
     }
 
-    /// READs of requester `i` posted and not yet completed.
+    /// READs and WRITEs of requester `i` posted and not yet completed.
     pub fn posted(&self, i: usize) -> impl Iterator<Item = &Posted> {
         self.posted
             .iter()
@@ -185,6 +233,7 @@ impl<P: Node> TwoNodes<P> {
                 wr_id,
                 Posted {
                     wr_id,
+                    write: false,
                     remote,
                     sges,
                     length,
@@ -225,10 +274,10 @@ impl<P: Node> TwoNodes<P> {
     fn run_work_item(&mut self, root: &mut LockToken<'_, Unlocked>) -> Option<Ran> {
         let (_, qp) = self.rcd.sched.pop_work()?;
         let i = Self::requester_index(&qp);
-        let (rcd, out) = (&self.rcd, &mut self.to_responders);
+        let (rcd, out, src) = (&self.rcd, &mut self.to_responders, MemSource(&self.mem));
         let mut result = Ok(());
         qp_wait::trigger_resume::<P>(qp, root, |qp, root| {
-            result = qp::send_engine(rcd, qp, root, out);
+            result = qp::send_engine_with(rcd, qp, root, out, &src);
         });
         Some(Ran { qp: i, result })
     }
@@ -255,7 +304,8 @@ impl<P: Node> TwoNodes<P> {
     /// if none is scheduled.
     pub fn run_requester_send(&mut self, root: &mut LockToken<'_, Unlocked>) -> Option<Ran> {
         let qp = self.rcd.sched.pop_send()?;
-        let result = qp::send_engine(&self.rcd, &qp, root, &mut self.to_responders);
+        let src = MemSource(&self.mem);
+        let result = qp::send_engine_with(&self.rcd, &qp, root, &mut self.to_responders, &src);
         Some(Ran {
             qp: Self::requester_index(&qp),
             result,
@@ -263,7 +313,7 @@ impl<P: Node> TwoNodes<P> {
     }
 
     /// Action 1: every trigger work item and one memory-timer tick, then
-    /// every scheduled send engine.
+    /// every scheduled send engine, then every second leg.
     pub fn run_requesters(&mut self, root: &mut LockToken<'_, Unlocked>) -> Vec<Ran> {
         let mut ran = Vec::new();
         while let Some(r) = self.run_work_item(root) {
@@ -271,6 +321,9 @@ impl<P: Node> TwoNodes<P> {
         }
         ran.extend(self.tick_memory_timer(root));
         while let Some(r) = self.run_requester_send(root) {
+            ran.push(r);
+        }
+        while let Some(r) = self.run_requester_second_leg(root) {
             ran.push(r);
         }
         ran
@@ -292,12 +345,17 @@ impl<P: Node> TwoNodes<P> {
     }
 
     /// Action 2: the responder node receives `bytes`: a TID READ_REQ or
-    /// a plain RDMA READ request.
+    /// a plain RDMA READ request, or a packet of a WRITE (a TID
+    /// WRITE_REQ, a WRITE_DATA through the responder's chip; see
+    /// `write`).
     pub fn deliver_to_responder(
         &mut self,
         bytes: &[u8],
         root: &mut LockToken<'_, Unlocked>,
     ) -> AtResponder {
+        if write::opcode(bytes).is_some_and(write::to_responder_write) {
+            return self.deliver_write_to_responder(bytes, root);
+        }
         let parsed = match packet::parse(bytes) {
             Ok((_, p)) => p,
             Err(e) => return AtResponder::Unparsable(e),
@@ -369,16 +427,26 @@ impl<P: Node> TwoNodes<P> {
         Some((i, r))
     }
 
-    /// Action 3, for all: every responder with something to send sends up
-    /// to `budget` packets, in QP order.
+    /// Action 3, for all: every responder-node work item runs, every
+    /// responder with something to send sends up to `budget` packets, in
+    /// QP order, and every TID ACK owed goes.
     pub fn run_responders(
         &mut self,
         budget: u32,
         root: &mut LockToken<'_, Unlocked>,
     ) -> Vec<(usize, Result<bool, EngineError>)> {
-        (0..self.responders.len())
-            .filter_map(|i| self.run_responder(i, budget, root).map(|r| (i, r)))
-            .collect()
+        let mut ran = Vec::new();
+        while let Some(r) = self.run_responder_work(budget, root) {
+            ran.push(r);
+        }
+        ran.extend(
+            (0..self.responders.len())
+                .filter_map(|i| self.run_responder(i, budget, root).map(|r| (i, r))),
+        );
+        while let Some(r) = self.run_responder_second_leg(root) {
+            ran.push(r);
+        }
+        ran
     }
 
     fn send_responses(
@@ -391,7 +459,9 @@ impl<P: Node> TwoNodes<P> {
             return Ok(false);
         };
         let mut g = qp.s_lock.lock(root);
-        qp::send_responses::<P>(
+        qp::write_responses_locked(
+            &self.resp_rcd,
+            qp,
             &mut g,
             &self.regions,
             &self.regions,
@@ -401,9 +471,9 @@ impl<P: Node> TwoNodes<P> {
     }
 
     /// Action 4: the requester node receives `bytes`: a TID READ_RESP
-    /// through its chip, an ACK or NAK or a plain READ response straight
-    /// to the QP (eager receive); then that QP's completions are taken,
-    /// matched and checked.
+    /// through its chip, an ACK or NAK, a plain READ response, a
+    /// WRITE_RESP or a TID ACK straight to the QP (eager receive); then
+    /// that QP's completions are taken, matched and checked.
     pub fn deliver_to_requester(
         &mut self,
         bytes: &[u8],
@@ -424,6 +494,9 @@ impl<P: Node> TwoNodes<P> {
         bytes: &[u8],
         root: &mut LockToken<'_, Unlocked>,
     ) -> (Arrival, Vec<Completion>) {
+        if write::opcode(bytes).is_some_and(write::to_requester_write) {
+            return self.arrive_write(bytes, root);
+        }
         let p = match packet::parse(bytes) {
             Ok((_, p)) => p,
             Err(e) => return (Arrival::Unparsable(e), Vec::new()),
@@ -502,6 +575,15 @@ impl<P: Node> TwoNodes<P> {
 
     fn finish(&mut self, i: usize, c: Completion) -> Done {
         let posted = self.posted.get_mut(i).and_then(|p| p.remove(&c.wr_id));
+        if let Some(p) = posted.as_ref().filter(|p| p.write) {
+            let data = self.finish_write(i, p, &c);
+            return Done {
+                qp: i,
+                completion: c,
+                posted,
+                data,
+            };
+        }
         let data = posted.as_ref().and_then(|p| {
             let ok = c.status == WcStatus::Success;
             let whole_pages = p
@@ -547,12 +629,14 @@ impl<P: Node> TwoNodes<P> {
         qp::rnr_timeout(&self.rcd, qp, &mut g)
     }
 
-    /// Action 5: every requester timer that runs (retry and RNR) expires.
-    /// Returns how many did.
+    /// Action 5: every requester timer that runs (retry, RNR and TID
+    /// retry) expires. Returns how many did.
     pub fn fire_timers(&mut self, root: &mut LockToken<'_, Unlocked>) -> usize {
         (0..self.requesters.len())
             .map(|i| {
-                usize::from(self.fire_rnr_timer(i, root)) + usize::from(self.fire_timer(i, root))
+                usize::from(self.fire_rnr_timer(i, root))
+                    + usize::from(self.fire_timer(i, root))
+                    + usize::from(self.fire_tid_retry_timer(i, root))
             })
             .sum()
     }
@@ -596,74 +680,6 @@ impl<P: Node> TwoNodes<P> {
             s += qp.s_lock.lock(root).ext.responder.stats;
         }
         s
-    }
-
-    /// What is held now, read from the real state: the requester context's
-    /// RcvArray, groups, flows and queues, every QP's flags and references,
-    /// the DMA map, the flow-record allocator, the regions and the chip.
-    pub fn leaks(&self, root: &mut LockToken<'_, Unlocked>) -> Leaks {
-        let mut l = Leaks::default();
-        if let Some(qp) = self.requesters.first() {
-            // Context-wide: any QP's s_lock lets us take exp_lock.
-            let mut g = qp.s_lock.lock(root);
-            let (_, tok) = g.parts();
-            let e = self.rcd.exp_lock.lock(tok);
-            l.tid_entries = u64::from(e.groups.entries_in_use());
-            l.tid_groups =
-                (e.groups.list_len(GroupList::Used) + e.groups.list_len(GroupList::Full)) as u64;
-            l.flows = u64::from(e.flows.mask().count_ones());
-            l.queued_qps =
-                (e.waiters.len(QueueKind::Flow) + e.waiters.len(QueueKind::RcvArray)) as u64;
-            l.chip_faults = e.chip.faults();
-        }
-        for qp in &self.requesters {
-            l.waiting_qps += u64::from(qp.s_lock.lock(root).waiting());
-        }
-        for qp in self.requesters.iter().chain(&self.responders) {
-            match qp.live_refs() {
-                0 => l.qp_refs_over_released += 1,
-                n => l.qp_refs += (n - 1) as u64,
-            }
-        }
-        l.dma_mappings = self.rcd.dma.live_mappings() as u64;
-        l.flow_records = P::live_allocations(&self.rcd.mem) as u64;
-        l.mr_refs = self.regions.refs();
-        l.mr_misuses = self.regions.misuses();
-        l.oversized_packets = self.to_responders.oversized() + self.to_requesters.oversized();
-        l
-    }
-
-    /// Destroys the QPs' state: every requester is flushed (its READs
-    /// complete as flushed and its TIDs, flows and records go back), every
-    /// responder drops its region references, and the scheduler's queues
-    /// are emptied. Returns the flush's completions and what is still held.
-    pub fn teardown(&mut self, root: &mut LockToken<'_, Unlocked>) -> Teardown {
-        let mut flushed = Vec::new();
-        for i in 0..self.requesters.len() {
-            if let Some(qp) = self.requesters.get(i) {
-                let mut g = qp.s_lock.lock(root);
-                qp::flush(&self.rcd, qp, &mut g);
-            }
-            flushed.extend(self.poll(i, root));
-            if let Some(qp) = self.responders.get(i) {
-                qp.s_lock
-                    .lock(root)
-                    .ext
-                    .responder
-                    .release_all(&self.regions);
-            }
-        }
-        // The memory-wait list gives its references back as
-        // `flush_qp_waiters()` does at reset.
-        while self.tick_memory_timer(root).is_some() {}
-        while self.rcd.sched.pop_work().is_some() {}
-        while self.rcd.sched.pop_send().is_some() {}
-        self.ready.iter_mut().for_each(|r| *r = false);
-        self.ready_queue.clear();
-        Teardown {
-            flushed,
-            leaks: self.leaks(root),
-        }
     }
 }
 

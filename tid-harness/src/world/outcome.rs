@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! What the world's actions report: engine runs, deliveries, completions
-//! matched with their READs, and the resources left at the end.
+//! matched with their READs and WRITEs, and the resources left at the end
+//! on both nodes.
 
 use alloc::vec::Vec;
 
@@ -11,17 +12,21 @@ use tid_read_proto::rc::{Completion, EngineError};
 use tid_read_proto::requester::{AckVerdict, RespVerdict};
 use tid_read_proto::responder::ReqVerdict;
 use tid_read_proto::wire::aeth;
+use tid_read_proto::write::requester::{TidAckVerdict, WriteRespVerdict};
+use tid_read_proto::write::responder::{DataVerdict, WriteReqVerdict};
 
 use crate::doubles::DataCheck;
 
-/// A READ posted and not yet completed.
+/// A READ or WRITE posted and not yet completed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Posted {
     /// Its work-request id.
     pub wr_id: u64,
-    /// Where it reads from.
+    /// True for an RDMA WRITE (TID or plain), false for a READ.
+    pub write: bool,
+    /// Where it reads from (a WRITE: where it writes to).
     pub remote: u64,
-    /// Where it reads to.
+    /// Where it reads to (a WRITE: its local source pages).
     pub sges: Vec<Sge>,
     /// Bytes.
     pub length: u32,
@@ -34,10 +39,12 @@ pub struct Done {
     pub qp: usize,
     /// The completion.
     pub completion: Completion,
-    /// The READ it completes; `None` if no such READ was outstanding (an
-    /// engine bug).
+    /// The READ or WRITE it completes; `None` if no such request was
+    /// outstanding (an engine bug).
     pub posted: Option<Posted>,
-    /// For a successful READ: its destination compared with the source.
+    /// For a successful READ: its destination compared with the source;
+    /// for a successful WRITE: the responder's pages it wrote compared
+    /// with the source.
     pub data: Option<DataCheck>,
 }
 
@@ -60,13 +67,53 @@ pub enum AtResponder {
     Unexpected,
     /// Its verbs QP is none of the responders.
     NoSuchQp,
-    /// Responder `qp` handled it.
+    /// Responder `qp` handled it (a READ request).
     Received {
         /// The responder QP.
         qp: usize,
         /// What it did.
         verdict: ReqVerdict,
     },
+    /// Responder `qp` received a TID WRITE_REQ.
+    WriteReq {
+        /// The responder QP.
+        qp: usize,
+        /// What it did.
+        verdict: WriteReqVerdict,
+    },
+    /// A WRITE_DATA went through the responder node's chip for `qp`.
+    WriteData {
+        /// The responder QP.
+        qp: usize,
+        /// What the chip did.
+        outcome: ExpectedOutcome,
+        /// The responder's verdict if software handled it.
+        verdict: Option<DataVerdict>,
+    },
+    /// A packet for responder `qp` that it has no receive path for yet
+    /// (a RESYNC, a plain RDMA WRITE): dropped.
+    NotReceived {
+        /// The responder QP.
+        qp: usize,
+        /// Its BTH opcode.
+        opcode: u8,
+    },
+    /// A WRITE packet on a platform whose world has no `r_lock`
+    /// ([`super::Node::new_rlock`]): dropped.
+    NoReceiveLock,
+}
+
+impl AtResponder {
+    /// The responder QP it reached, if any.
+    pub fn qp(&self) -> Option<usize> {
+        match *self {
+            Self::Received { qp, .. }
+            | Self::WriteReq { qp, .. }
+            | Self::WriteData { qp, .. }
+            | Self::NotReceived { qp, .. } => Some(qp),
+            _ => None,
+        }
+    }
 }
 
 /// What became of a packet delivered to the requester node.
@@ -103,15 +150,31 @@ pub enum Arrival {
         /// It passed the requester's PSN filter.
         taken: bool,
     },
+    /// A WRITE_RESP reached requester `qp`.
+    WriteResp {
+        /// The requester QP.
+        qp: usize,
+        /// What the requester did with it.
+        verdict: WriteRespVerdict,
+    },
+    /// A TID ACK (or TID NAK, or RESYNC ACK) reached requester `qp`.
+    TidAck {
+        /// The requester QP.
+        qp: usize,
+        /// What the requester did with it.
+        verdict: TidAckVerdict,
+    },
 }
 
 impl Arrival {
     /// The requester QP it reached, if any.
     pub fn qp(&self) -> Option<usize> {
         match *self {
-            Self::ReadResp { qp, .. } | Self::Ack { qp, .. } | Self::ReadResponse { qp, .. } => {
-                Some(qp)
-            }
+            Self::ReadResp { qp, .. }
+            | Self::Ack { qp, .. }
+            | Self::ReadResponse { qp, .. }
+            | Self::WriteResp { qp, .. }
+            | Self::TidAck { qp, .. } => Some(qp),
             _ => None,
         }
     }
@@ -127,8 +190,10 @@ pub struct AtRequester {
     pub done: Vec<Done>,
 }
 
-/// What is still held, and the misuses the doubles counted. All zero after
-/// a clean run.
+/// What is still held on both nodes, and the misuses the doubles counted.
+/// All zero after a clean run. The plain names are the requester node's
+/// receive context (a READ's TIDs); `resp_*` are the responder node's (a
+/// TID WRITE's).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Leaks {
     /// RcvArray entries in use.
@@ -159,6 +224,23 @@ pub struct Leaks {
     pub chip_faults: u64,
     /// Packets an engine sent that did not fit its buffer.
     pub oversized_packets: u64,
+    /// Responder node: RcvArray entries in use.
+    pub resp_tid_entries: u64,
+    /// Responder node: TID groups on the used or full lists.
+    pub resp_tid_groups: u64,
+    /// Responder node: hardware flows reserved.
+    pub resp_flows: u64,
+    /// Responder node: QPs on the flow or RcvArray wait queue.
+    pub resp_queued_qps: u64,
+    /// Responder node: QPs flagged as waiting for TID space.
+    pub resp_waiting_qps: u64,
+    /// Responder node: DMA mappings alive.
+    pub resp_dma_mappings: u64,
+    /// Responder node: flow-record allocations alive.
+    pub resp_flow_records: u64,
+    /// Responder node: chip writes outside its RcvArray or to a page no
+    /// buffer owns.
+    pub resp_chip_faults: u64,
 }
 
 impl Leaks {
@@ -178,6 +260,14 @@ impl Leaks {
             ("mr_misuses", self.mr_misuses),
             ("chip_faults", self.chip_faults),
             ("oversized_packets", self.oversized_packets),
+            ("resp_tid_entries", self.resp_tid_entries),
+            ("resp_tid_groups", self.resp_tid_groups),
+            ("resp_flows", self.resp_flows),
+            ("resp_queued_qps", self.resp_queued_qps),
+            ("resp_waiting_qps", self.resp_waiting_qps),
+            ("resp_dma_mappings", self.resp_dma_mappings),
+            ("resp_flow_records", self.resp_flow_records),
+            ("resp_chip_faults", self.resp_chip_faults),
         ]
         .into_iter()
     }

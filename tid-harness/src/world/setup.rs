@@ -53,6 +53,15 @@ pub fn region_base(i: usize) -> u64 {
     (i as u64).wrapping_add(1) << 40
 }
 
+/// R_Key of QP `i`'s remote-writable region: this plus `i`.
+pub const WRITE_RKEY_BASE: u32 = 0x6000;
+
+/// First remote address of QP `i`'s remote-writable region (beside its
+/// READ region, never overlapping it while that is under 512 GiB).
+pub fn write_region_base(i: usize) -> u64 {
+    region_base(i) | 1 << 39
+}
+
 /// What a platform gives the world: the software chip, its DMA map,
 /// counted QP references and the FIFO scheduler (the world reads them all),
 /// QPs that keep [`TidQp`], and a way to build them and a context.
@@ -70,6 +79,14 @@ pub trait Node: FlowPlatform<Chip = SimContext, Dma = SimDma>
 
     /// Allocations from `mem` (flow records) not yet freed.
     fn live_allocations(mem: &Self::Mem) -> usize;
+
+    /// A QP's `r_lock` (the receive-path lock a TID WRITE responder is
+    /// entered under), or `None` if this platform cannot make one: then
+    /// the world's responders refuse WRITE packets
+    /// ([`AtResponder::NoReceiveLock`](super::AtResponder::NoReceiveLock)).
+    fn new_rlock() -> Option<Self::Lock> {
+        None
+    }
 }
 
 /// A new connected QP on any platform whose QPs keep [`TidQp`] under a
@@ -110,8 +127,12 @@ where
 pub struct Setup {
     /// QP pairs.
     pub qps: usize,
-    /// TID groups of the requester's receive context.
+    /// TID groups of the requester node's receive context (a READ's
+    /// data lands there).
     pub groups: usize,
+    /// TID groups of the responder node's receive context (a TID WRITE's
+    /// data lands there).
+    pub resp_groups: usize,
     /// Path MTU.
     pub pmtu: u32,
     /// The responder's segment size (its OPFN `max_len`).
@@ -136,7 +157,12 @@ pub struct Setup {
     pub seed: u64,
     /// Bytes of each responder QP's memory region.
     pub region_len: u64,
-    /// First page frame of the destination pages.
+    /// Bytes of each responder QP's remote-writable region: that many
+    /// bytes of scattered pages in the responder node's memory (0: no
+    /// WRITE can land).
+    pub write_region_len: u64,
+    /// First page frame of the destination pages (the requester node's;
+    /// the responder node's writable regions start at this plus 2^28).
     pub first_pfn: u64,
 }
 
@@ -146,6 +172,7 @@ impl Default for Setup {
         Self {
             qps: 1,
             groups: 16,
+            resp_groups: 16,
             pmtu: 4096,
             seg_len: p.max_len,
             max_read: p.max_read,
@@ -157,6 +184,7 @@ impl Default for Setup {
             first_psn: Psn::new(0x10),
             seed: 1,
             region_len: 1 << 32,
+            write_region_len: 0,
             first_pfn: 0x1000,
         }
     }
@@ -202,6 +230,7 @@ impl Setup {
                 slid: RESPONDER.lid,
             },
             remote_read: true,
+            remote_write: true,
             ..requester
         };
         (requester, responder)
