@@ -121,10 +121,46 @@ pub struct Options {
     /// goes as a plain RDMA READ, from 256K on as a TID READ).
     #[arg(long, value_parser = parse_read_sizes, value_name = "LIST")]
     pub read_sizes: Option<ReadSizes>,
+    /// What the requesters post: `read` (RDMA READs), `write` (RDMA
+    /// WRITEs into the responder's scattered pages, its chip placing the
+    /// data), or `mix` (each request a READ or a WRITE, drawn from the
+    /// seed).
+    #[arg(long, value_enum, default_value_t = Ops::Read)]
+    #[serde(default)]
+    pub ops: Ops,
     /// No progress bar (it is drawn on stderr only when stderr is a
     /// terminal).
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// What the requesters post (`--ops`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Ops {
+    /// RDMA READs only.
+    #[default]
+    Read,
+    /// RDMA WRITEs only.
+    Write,
+    /// READs and WRITEs, each request drawn from the seed.
+    Mix,
+}
+
+impl Ops {
+    /// True if WRITEs are posted.
+    pub fn writes(self) -> bool {
+        self != Ops::Read
+    }
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ops::Read => "read",
+            Ops::Write => "write",
+            Ops::Mix => "mix",
+        }
+    }
 }
 
 /// The sizes `--read-sizes mixed` stands for: plain READs below 256 KiB,
@@ -188,6 +224,7 @@ impl Default for Options {
             stale: 0.0,
             soak: 0,
             read_sizes: None,
+            ops: Ops::Read,
             quiet: false,
         }
     }
@@ -376,6 +413,24 @@ impl Options {
     /// The first thing refused.
     pub fn check(&self) -> Result<(), CliError> {
         self.check_sizes()?;
+        let smallest = self
+            .read_cycle()
+            .iter()
+            .copied()
+            .min()
+            .unwrap_or(self.request);
+        if self.ops.writes() && smallest < u64::from(MIN_LENGTH) {
+            return Err(refuse(
+                format!(
+                    "--ops {} posts WRITEs of {}: below {} a WRITE goes as a plain RDMA WRITE, \
+                     which the responder cannot receive yet",
+                    self.ops.name(),
+                    show_size(smallest),
+                    show_size(u64::from(MIN_LENGTH))
+                ),
+                format!("use --request {} or more", show_size(u64::from(MIN_LENGTH))),
+            ));
+        }
         let largest = self.largest_read();
         let min = min_groups(largest);
         if self.groups < min {

@@ -33,16 +33,37 @@ pub enum PacketKind {
     Ack,
     /// Anything else.
     Other,
+    /// TID RDMA WRITE_REQ.
+    WriteReq,
+    /// TID RDMA WRITE_RESP.
+    WriteResp,
+    /// A WRITE_DATA that is not the last of its segment (SH set).
+    WriteData,
+    /// The last WRITE_DATA of a segment (SH clear), or the WRITE_DATA_LAST.
+    WriteDataTail,
+    /// TID RDMA RESYNC.
+    Resync,
+    /// TID RDMA ACK (TID ACK, TID NAK, RESYNC ACK).
+    TidAck,
 }
+
+/// How many kinds there are.
+pub const KINDS: usize = 11;
 
 impl PacketKind {
     /// Every kind, for reports.
-    pub const ALL: [PacketKind; 5] = [
+    pub const ALL: [PacketKind; KINDS] = [
         PacketKind::ReadReq,
         PacketKind::ReadRespMiddle,
         PacketKind::ReadRespLast,
         PacketKind::Ack,
         PacketKind::Other,
+        PacketKind::WriteReq,
+        PacketKind::WriteResp,
+        PacketKind::WriteData,
+        PacketKind::WriteDataTail,
+        PacketKind::Resync,
+        PacketKind::TidAck,
     ];
 
     /// A short name for reports.
@@ -53,6 +74,12 @@ impl PacketKind {
             PacketKind::ReadRespLast => "read_resp_last",
             PacketKind::Ack => "ack",
             PacketKind::Other => "other",
+            PacketKind::WriteReq => "write_req",
+            PacketKind::WriteResp => "write_resp",
+            PacketKind::WriteData => "write_data",
+            PacketKind::WriteDataTail => "write_data_tail",
+            PacketKind::Resync => "resync",
+            PacketKind::TidAck => "tid_ack",
         }
     }
 }
@@ -71,7 +98,7 @@ pub trait Packet: Clone {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Faults {
     /// Drop probability per kind, indexed like [`PacketKind::ALL`].
-    pub drop: [f64; 5],
+    pub drop: [f64; KINDS],
     /// Probability that a packet is delivered twice.
     pub dup: f64,
     /// Reorder window: a delivery picks uniformly among the first `reorder`
@@ -85,8 +112,8 @@ pub struct Faults {
 
 impl Faults {
     /// The same drop probability for every kind.
-    pub fn drop_all(p: f64) -> [f64; 5] {
-        [p; 5]
+    pub fn drop_all(p: f64) -> [f64; KINDS] {
+        [p; KINDS]
     }
 
     /// True when no fault is configured.
@@ -106,7 +133,7 @@ pub struct FabricStats {
     /// Packets delivered (including duplicates and stale copies).
     pub delivered: u64,
     /// Packets dropped, by kind (indexed like [`PacketKind::ALL`]).
-    pub dropped: [u64; 5],
+    pub dropped: [u64; KINDS],
     /// Duplicates injected.
     pub duplicated: u64,
     /// Stale copies injected.

@@ -121,6 +121,12 @@ fn soak(opts: &Options) -> ExitCode {
         if opts.read_sizes.is_some() {
             o.read_sizes.clone_from(&opts.read_sizes);
         }
+        o.ops = opts.ops;
+        if o.ops.writes() {
+            // Plain RDMA WRITEs (the mixed sizes below 256K) have no
+            // responder yet.
+            o.read_sizes = None;
+        }
         let r = scenario::run_observed(&o, RunFaults::from_options(&o), &mut ());
         bytes += r.verified_bytes;
         restarts += r.restarts;

@@ -60,6 +60,55 @@ pub struct QpReport {
     pub responder_state: String,
 }
 
+/// What the TID RDMA WRITE half of a run counted (both nodes).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WriteCounts {
+    /// WRITEs posted as TID WRITEs.
+    pub tid_writes: u64,
+    /// WRITEs posted as plain RDMA WRITEs.
+    pub plain_writes: u64,
+    /// WRITEs completed successfully.
+    pub requests: u64,
+    /// Bytes of those found in the responder's pages equal to the source.
+    pub verified_bytes: u64,
+    /// WRITE_REQs sent, first sends and resends.
+    pub write_reqs: u64,
+    /// WRITE_RESPs the responder sent.
+    pub write_resps: u64,
+    /// Segments whose data the requester sent (first time or again).
+    pub segments: u64,
+    /// Segments acknowledged by TID ACKs.
+    pub segments_acked: u64,
+    /// WRITE_DATA / WRITE_DATA_LAST packets sent.
+    pub data_packets: u64,
+    /// WRITE_DATA packets the responder's chip placed without telling
+    /// software.
+    pub suppressed: u64,
+    /// WRITE_DATA packets the responder's chip flagged with a KDETH
+    /// error.
+    pub kdeth_errors: u64,
+    /// TID ACKs the responder sent (TID NAKs included).
+    pub tid_acks: u64,
+    /// TID NAKs among them.
+    pub tid_naks: u64,
+    /// RNR NAKs the responder sent (it could not allocate TIDs or a flow).
+    pub rnr_naks: u64,
+    /// RESYNCs the requester sent.
+    pub resyncs: u64,
+    /// RESYNC ACKs the requester took.
+    pub resync_acks: u64,
+    /// TID retry timer expiries.
+    pub tid_retry_expiries: u64,
+    /// Requester second-leg runs (passed `hfi1_send_tid_ok()`).
+    pub second_leg_runs: u64,
+    /// Responder second-leg runs (a TID ACK owed).
+    pub responder_second_leg_runs: u64,
+    /// Packets the responder has no receive path for yet (RESYNC, plain
+    /// RDMA WRITE), dropped.
+    pub not_received: u64,
+}
+
 /// The results of a run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -158,6 +207,8 @@ pub struct Report {
     pub peak_rss_bytes: u64,
     /// Most destination pages holding memory at once.
     pub peak_resident_pages: u64,
+    /// The WRITE half of the run (`--ops write` or `mix`).
+    pub write: WriteCounts,
     /// Per requester QP.
     pub per_qp: Vec<QpReport>,
     /// The run over simulated time (with `--report` or `--json-series`).
@@ -291,6 +342,9 @@ impl Report {
         if o.reorder > 1 {
             let _ = write!(s, " --reorder {}", o.reorder);
         }
+        if o.ops != crate::cli::Ops::Read {
+            let _ = write!(s, " --ops {}", o.ops.name());
+        }
         if let Some(r) = &o.read_sizes {
             let sizes: Vec<String> = r.0.iter().map(|&r| show_size(r)).collect();
             let _ = write!(s, " --read-sizes {}", sizes.join(","));
@@ -341,6 +395,7 @@ impl Report {
             Self::nonzero(&self.completions, ""),
             self.wrong_statuses
         );
+        self.write_lines(&mut s);
         let _ = writeln!(
             s,
             "  waits      {} for TID space, {} for a hardware flow; {} SYNC points",
@@ -399,6 +454,46 @@ impl Report {
             self.lock_checks
         );
         s
+    }
+
+    /// The WRITE lines of the summary, when the run wrote.
+    fn write_lines(&self, s: &mut String) {
+        let w = &self.write;
+        if !self.inputs.ops.writes() && w.tid_writes + w.plain_writes == 0 {
+            return;
+        }
+        let _ = writeln!(
+            s,
+            "  writes     {} TID, {} plain; {} ok, {} bytes checked in the responder's pages; \
+             {} WRITE_REQs, {} WRITE_RESPs, {} segments sent ({} acked), {} data packets \
+             ({} placed without software, {} KDETH errors)",
+            w.tid_writes,
+            w.plain_writes,
+            w.requests,
+            w.verified_bytes,
+            w.write_reqs,
+            w.write_resps,
+            w.segments,
+            w.segments_acked,
+            w.data_packets,
+            w.suppressed,
+            w.kdeth_errors
+        );
+        let _ = writeln!(
+            s,
+            "  write recv {} TID ACKs ({} NAKs), {} RNR NAKs, {} RESYNCs ({} acked), \
+             {} TID retry expiries; second legs {} requester, {} responder runs; \
+             {} packets without a receive path",
+            w.tid_acks,
+            w.tid_naks,
+            w.rnr_naks,
+            w.resyncs,
+            w.resync_acks,
+            w.tid_retry_expiries,
+            w.second_leg_runs,
+            w.responder_second_leg_runs,
+            w.not_received
+        );
     }
 
     fn speed_line(&self, s: &mut String) {

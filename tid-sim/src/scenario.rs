@@ -43,6 +43,15 @@
 //! `--read-sizes` makes each QP cycle through a list of READ sizes; with
 //! `mixed` the READs below 256 KiB go as plain RDMA READs.
 //!
+//! `--ops write` posts RDMA WRITEs instead (`mix`: each request a READ or
+//! a WRITE, drawn from the seed): each QP writes its share into its
+//! writable region on the responder node, scattered pages where the
+//! responder's chip (its own receive context of `--groups` TID groups)
+//! places the WRITE_DATA; the requester's second leg sends the data, the
+//! responder's sends the TID ACKs, and the TID retry timer runs with the
+//! others. Every WRITE that succeeds is checked byte for byte in the
+//! responder's pages (see `write`).
+//!
 //! At the end the resources still held are read from the real state
 //! ([`TwoNodes::leaks`]) and reported; then every QP is flushed.
 
@@ -62,7 +71,7 @@ use tid_harness::world::{Arrival, AtRequester, AtResponder, Setup, TwoNodes};
 use tid_read_proto::rc::WcStatus;
 use tid_read_proto::rc::retry::Timer;
 
-use crate::cli::Options;
+use crate::cli::{Ops, Options};
 use crate::fabric::{Faults, Link, PacketKind};
 use crate::link::{WirePacket, ship};
 use crate::observe::{Fate, Observer, Progress, Seen, Taps};
@@ -74,6 +83,7 @@ pub use crate::soak::soak_options;
 
 mod hooks;
 mod timers;
+mod write;
 
 use timers::Deadline;
 
@@ -172,7 +182,10 @@ impl RunFaults {
 enum Act {
     Work,
     ReqSend,
+    ReqSecondLeg,
+    RespWork,
     RespSend,
+    RespSecondLeg,
     ToResponder,
     ToRequester,
 }
@@ -191,8 +204,8 @@ pub enum Flow {
 struct Clock {
     /// Simulated nanoseconds.
     ns: f64,
-    /// Per requester QP: its retry and RNR timers' deadlines.
-    timers: Vec<[Deadline; 2]>,
+    /// Per requester QP: its retry, RNR and TID retry timers' deadlines.
+    timers: Vec<[Deadline; 3]>,
     /// Scheduler steps since the last delivery.
     since_progress: u64,
     /// Timer expiries on an idle system since the last completion.
@@ -204,8 +217,9 @@ struct Clock {
 /// One run in progress.
 pub struct Scenario<'a, O: Observer> {
     nodes: TwoNodes<SoftPlatform>,
-    /// Request sizes each requester QP has still to post.
-    to_post: Vec<VecDeque<u32>>,
+    /// Requests each requester QP has still to post: size, and true for
+    /// a WRITE.
+    to_post: Vec<VecDeque<(u32, bool)>>,
     to_responder: Link<WirePacket>,
     to_requester: Link<WirePacket>,
     rng: Rng,
@@ -261,11 +275,13 @@ impl<'a, O: Observer> Scenario<'a, O> {
             first_psn: Psn::new(FIRST_PSN),
             seed: opts.seed ^ 0xA5A5,
             region_len: per_qp,
+            resp_groups: opts.groups as usize,
+            write_region_len: if opts.ops.writes() { per_qp } else { 0 },
             timeout: SIM_TIMEOUT,
             ..Setup::default()
         };
         let nodes = TwoNodes::new(setup)?;
-        let to_post = (0..nqps).map(|_| read_sizes(opts, per_qp)).collect();
+        let to_post = write::requests(opts, (0..nqps).map(|_| read_sizes(opts, per_qp)));
         Some(Self {
             nodes,
             to_post,
@@ -274,7 +290,7 @@ impl<'a, O: Observer> Scenario<'a, O> {
             rng: Rng::new(opts.seed),
             obs,
             clock: Clock {
-                timers: vec![[Deadline::default(); 2]; nqps as usize],
+                timers: vec![[Deadline::default(); 3]; nqps as usize],
                 ..Clock::default()
             },
             acts: Vec::with_capacity(5),
@@ -303,11 +319,19 @@ impl<'a, O: Observer> Scenario<'a, O> {
     /// Posts requests while requester `i`'s send queue has room.
     fn post_more(&mut self, i: usize) {
         while self.nodes.can_post(i, &mut self.root) {
-            let Some(&len) = self.to_post[i].front() else {
+            let Some(&(len, write)) = self.to_post[i].front() else {
                 break;
             };
+            if write && !self.nodes.can_post_write(i, len, &mut self.root) {
+                break;
+            }
             let sges = fragmented(&mut self.nodes.pages, &mut self.rng, len);
-            if self.nodes.post(i, sges, &mut self.root).is_err() {
+            let posted = if write {
+                self.nodes.post_write(i, sges, &mut self.root)
+            } else {
+                self.nodes.post(i, sges, &mut self.root)
+            };
+            if posted.is_err() {
                 self.rep.engine_errors += 1;
                 break;
             }
@@ -324,11 +348,24 @@ impl<'a, O: Observer> Scenario<'a, O> {
         if self.nodes.pending_work() > 0 {
             self.acts.push(Act::Work);
         }
-        if self.nodes.pending_sends() > 0 && self.to_responder.len() < LINK_CREDITS {
+        let (a_room, b_room) = (
+            self.to_responder.len() < LINK_CREDITS,
+            self.to_requester.len() < LINK_CREDITS,
+        );
+        if self.nodes.pending_sends() > 0 && a_room {
             self.acts.push(Act::ReqSend);
         }
-        if self.nodes.responders_ready() > 0 && self.to_requester.len() < LINK_CREDITS {
+        if self.nodes.pending_tid_sends() > 0 && a_room {
+            self.acts.push(Act::ReqSecondLeg);
+        }
+        if self.nodes.pending_responder_work() > 0 && b_room {
+            self.acts.push(Act::RespWork);
+        }
+        if self.nodes.responders_ready() > 0 && b_room {
             self.acts.push(Act::RespSend);
+        }
+        if self.nodes.pending_tid_acks() > 0 && b_room {
+            self.acts.push(Act::RespSecondLeg);
         }
         if !self.to_responder.is_empty() {
             self.acts.push(Act::ToResponder);
@@ -369,12 +406,28 @@ impl<'a, O: Observer> Scenario<'a, O> {
                 self.note_requester_run(ran);
                 self.ship(true);
             }
+            Act::ReqSecondLeg => {
+                let ran = self.nodes.run_requester_second_leg(&mut self.root);
+                self.note_requester_run(ran);
+                self.ship(true);
+            }
             Act::RespSend => {
                 if let Some((_, Err(_))) =
                     self.nodes.run_next_responder(RESP_BUDGET, &mut self.root)
                 {
                     self.rep.engine_errors += 1;
                 }
+                self.ship(false);
+            }
+            Act::RespWork => {
+                let ran = self.nodes.run_responder_work(RESP_BUDGET, &mut self.root);
+                self.rep.engine_errors += u64::from(matches!(ran, Some((_, Err(_)))));
+                self.ship(false);
+            }
+            Act::RespSecondLeg => {
+                let ran = self.nodes.run_responder_second_leg(&mut self.root);
+                self.rep.write.responder_second_leg_runs += 1;
+                self.rep.engine_errors += u64::from(matches!(ran, Some((_, Err(_)))));
                 self.ship(false);
             }
             Act::ToResponder => self.deliver_to_responder(),
@@ -455,7 +508,12 @@ impl<'a, O: Observer> Scenario<'a, O> {
             return;
         };
         match self.nodes.deliver_to_responder(&p.bytes, &mut self.root) {
-            AtResponder::Received { .. } => {}
+            AtResponder::Received { .. } | AtResponder::WriteReq { .. } => {}
+            AtResponder::WriteData { outcome, .. } => {
+                self.rep.write.suppressed += u64::from(!outcome.delivered);
+                self.rep.write.kdeth_errors += u64::from(outcome.error.is_some());
+            }
+            AtResponder::NotReceived { .. } => self.rep.write.not_received += 1,
             _ => self.rep.malformed += 1,
         }
         self.nodes.to_responders.recycle(p.bytes);
@@ -480,7 +538,10 @@ impl<'a, O: Observer> Scenario<'a, O> {
                 }
                 qp
             }
-            Arrival::Ack { qp, .. } | Arrival::ReadResponse { qp, .. } => qp,
+            Arrival::Ack { qp, .. }
+            | Arrival::ReadResponse { qp, .. }
+            | Arrival::WriteResp { qp, .. }
+            | Arrival::TidAck { qp, .. } => qp,
             _ => {
                 self.rep.malformed += 1;
                 return;
@@ -544,6 +605,7 @@ impl<'a, O: Observer> Scenario<'a, O> {
         rep.stale_dropped = s.stale_dropped;
         let r = self.nodes.responder_stats(&mut self.root);
         rep.naks = r.naks;
+        self.finish_writes(&mut rep);
         for (k, v) in [
             ("requester_stale_generation", s.stale_dropped),
             ("requester_tid_error", s.tid_dropped),

@@ -57,8 +57,10 @@ where
 {
     /// What is held now on both nodes, read from the real state: each
     /// receive context's RcvArray, groups, flows and queues, every QP's
-    /// flags and references, both DMA maps and flow-record allocators,
-    /// the regions and both chips.
+    /// flags and references, both DMA maps and flow-record allocators
+    /// (the responder's beyond one block per WRITE ack-queue slot, which
+    /// the slot keeps until the QP is destroyed), the regions and both
+    /// chips.
     pub fn leaks(&self, root: &mut LockToken<'_, Unlocked>) -> Leaks {
         let a = ctxt_held(&self.rcd, self.requesters.first(), root);
         let b = ctxt_held(&self.resp_rcd, self.responders.first(), root);
@@ -91,7 +93,24 @@ where
         l.dma_mappings = self.rcd.dma.live_mappings() as u64;
         l.flow_records = P::live_allocations(&self.rcd.mem) as u64;
         l.resp_dma_mappings = self.resp_rcd.dma.live_mappings() as u64;
-        l.resp_flow_records = P::live_allocations(&self.resp_rcd.mem) as u64;
+        // A WRITE entry keeps its flow records while its ack-queue slot
+        // lives (6.1 allocates them for every slot at QP creation and
+        // frees them at destroy): those are the QP's, not held by a
+        // request; anything beyond them is.
+        let by_slots: u64 = self
+            .responders
+            .iter()
+            .map(|qp| {
+                let g = qp.s_lock.lock(root);
+                let w = &g.ext.write_responder;
+                (0..)
+                    .map_while(|k| w.entry(k))
+                    .filter(|e| e.req.has_flows())
+                    .count() as u64
+            })
+            .sum();
+        let records = P::live_allocations(&self.resp_rcd.mem) as u64;
+        l.resp_flow_records = records.saturating_sub(by_slots);
         l.mr_refs = self.regions.refs();
         l.mr_misuses = self.regions.misuses();
         l.oversized_packets = self.to_responders.oversized() + self.to_requesters.oversized();

@@ -236,7 +236,8 @@ pub struct Leaks {
     pub resp_waiting_qps: u64,
     /// Responder node: DMA mappings alive.
     pub resp_dma_mappings: u64,
-    /// Responder node: flow-record allocations alive.
+    /// Responder node: flow-record allocations alive beyond the one block
+    /// each WRITE ack-queue slot keeps for the QP's life.
     pub resp_flow_records: u64,
     /// Responder node: chip writes outside its RcvArray or to a page no
     /// buffer owns.

@@ -49,7 +49,7 @@ impl<O: Observer> Scenario<'_, O> {
     }
 
     /// Counts one completion: by status (the kernel's names), per QP and,
-    /// for a successful READ, its bytes as the check found them; a status
+    /// for a successful READ or WRITE, its bytes as the check found them; a status
     /// the fabric cannot explain is counted wrong.
     pub(super) fn count_completion(&mut self, d: &Done) {
         let status = d.completion.status;
@@ -65,6 +65,10 @@ impl<O: Observer> Scenario<'_, O> {
             self.rep.succeeded_bytes += d.posted.as_ref().map_or(0, |p| u64::from(p.length));
             self.rep.mismatched_bytes += data.mismatched;
             self.rep.verified_bytes += data.verified;
+            if d.posted.as_ref().is_some_and(|p| p.write) {
+                self.rep.write.requests += 1;
+                self.rep.write.verified_bytes += data.verified;
+            }
         } else {
             self.rep.failed_requests += 1;
             if !self.fabric_explains(status) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The requesters' retry and RNR timers on simulated time: each follows
+//! The requesters' retry, RNR and TID retry timers on simulated time: each follows
 //! the engine's timer (armed, re-armed, stopped), and when nothing else
 //! can happen simulated time jumps to the next deadline.
 
@@ -28,12 +28,15 @@ impl<O: Observer> Scenario<'_, O> {
     /// Follows requester `i`'s timers after something touched it.
     pub(super) fn sync_timers(&mut self, i: usize) {
         let now = self.clock.ns;
-        if let (Some((retry, rnr)), Some(d)) = (
+        let tid = self.nodes.tid_retry_timer(i, &mut self.root);
+        if let (Some((retry, rnr)), Some(tid), Some(d)) = (
             self.nodes.timers(i, &mut self.root),
+            tid,
             self.clock.timers.get_mut(i),
         ) {
             d[0].follow(retry, now);
             d[1].follow(rnr, now);
+            d[2].follow(tid, now);
         }
     }
 
@@ -42,7 +45,7 @@ impl<O: Observer> Scenario<'_, O> {
         let now = self.clock.ns;
         let mut fired = false;
         for i in 0..self.clock.timers.len() {
-            for which in 0..2 {
+            for which in 0..3 {
                 let due = self.clock.timers[i][which].at.is_some_and(|t| t <= now);
                 if due {
                     self.clock.timers[i][which].at = None;
@@ -70,14 +73,15 @@ impl<O: Observer> Scenario<'_, O> {
         true
     }
 
-    /// Requester `i`'s retry (`which` 0) or RNR (1) timer expires: the
-    /// engine restarts (or spends its budget), and what completed is
-    /// taken. Returns whether the engine's timer was running.
+    /// Requester `i`'s retry (`which` 0), RNR (1) or TID retry (2) timer
+    /// expires: the engine restarts (or spends its budget, or schedules a
+    /// RESYNC), and what completed is taken. Returns whether the engine's
+    /// timer was running.
     fn fire_timer(&mut self, i: usize, which: usize) -> bool {
-        let fired = if which == 0 {
-            self.nodes.fire_timer(i, &mut self.root)
-        } else {
-            self.nodes.fire_rnr_timer(i, &mut self.root)
+        let fired = match which {
+            0 => self.nodes.fire_timer(i, &mut self.root),
+            1 => self.nodes.fire_rnr_timer(i, &mut self.root),
+            _ => self.nodes.fire_tid_retry_timer(i, &mut self.root),
         };
         self.take_completions(i);
         fired
