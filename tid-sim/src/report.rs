@@ -96,8 +96,13 @@ pub struct WriteCounts {
     pub rnr_naks: u64,
     /// RESYNCs the requester sent.
     pub resyncs: u64,
+    /// RESYNCs the responder received.
+    pub resyncs_received: u64,
     /// RESYNC ACKs the requester took.
     pub resync_acks: u64,
+    /// Reap timer expiries on the responder (a WRITE_RESP's data never
+    /// came: the QP errors).
+    pub reap_expiries: u64,
     /// TID retry timer expiries.
     pub tid_retry_expiries: u64,
     /// Requester second-leg runs (passed `hfi1_send_tid_ok()`).
@@ -481,15 +486,17 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "  write recv {} TID ACKs ({} NAKs), {} RNR NAKs, {} RESYNCs ({} acked), \
-             {} TID retry expiries; second legs {} requester, {} responder runs; \
+            "  write recv {} TID ACKs ({} NAKs), {} RNR NAKs, {} RESYNCs ({} received, {} acked), \
+             {} TID retry and {} reap expiries; second legs {} requester, {} responder runs; \
              {} packets without a receive path",
             w.tid_acks,
             w.tid_naks,
             w.rnr_naks,
             w.resyncs,
+            w.resyncs_received,
             w.resync_acks,
             w.tid_retry_expiries,
+            w.reap_expiries,
             w.second_leg_runs,
             w.responder_second_leg_runs,
             w.not_received

@@ -68,8 +68,8 @@ use tid_flow::Sge;
 use tid_harness::doubles::PageAllocator;
 use tid_harness::platform::SoftPlatform;
 use tid_harness::world::{Arrival, AtRequester, AtResponder, Setup, TwoNodes};
-use tid_read_proto::rc::WcStatus;
 use tid_read_proto::rc::retry::Timer;
+use tid_read_proto::rc::{EngineError, WcStatus};
 
 use crate::cli::{Ops, Options};
 use crate::fabric::{Faults, Link, PacketKind};
@@ -206,6 +206,8 @@ struct Clock {
     ns: f64,
     /// Per requester QP: its retry, RNR and TID retry timers' deadlines.
     timers: Vec<[Deadline; 3]>,
+    /// Per responder QP: its reap timer's deadline.
+    reap: Vec<Deadline>,
     /// Scheduler steps since the last delivery.
     since_progress: u64,
     /// Timer expiries on an idle system since the last completion.
@@ -291,6 +293,7 @@ impl<'a, O: Observer> Scenario<'a, O> {
             obs,
             clock: Clock {
                 timers: vec![[Deadline::default(); 3]; nqps as usize],
+                reap: vec![Deadline::default(); nqps as usize],
                 ..Clock::default()
             },
             acts: Vec::with_capacity(5),
@@ -412,17 +415,12 @@ impl<'a, O: Observer> Scenario<'a, O> {
                 self.ship(true);
             }
             Act::RespSend => {
-                if let Some((_, Err(_))) =
-                    self.nodes.run_next_responder(RESP_BUDGET, &mut self.root)
-                {
-                    self.rep.engine_errors += 1;
-                }
-                self.ship(false);
+                let ran = self.nodes.run_next_responder(RESP_BUDGET, &mut self.root);
+                self.note_responder_run(ran);
             }
             Act::RespWork => {
                 let ran = self.nodes.run_responder_work(RESP_BUDGET, &mut self.root);
-                self.rep.engine_errors += u64::from(matches!(ran, Some((_, Err(_)))));
-                self.ship(false);
+                self.note_responder_run(ran);
             }
             Act::RespSecondLeg => {
                 let ran = self.nodes.run_responder_second_leg(&mut self.root);
@@ -481,6 +479,16 @@ impl<'a, O: Observer> Scenario<'a, O> {
         }
     }
 
+    /// Counts a responder engine run, follows its reap timer and ships
+    /// what it sent.
+    fn note_responder_run(&mut self, ran: Option<(usize, Result<bool, EngineError>)>) {
+        if let Some((i, r)) = ran {
+            self.rep.engine_errors += u64::from(r.is_err());
+            self.sync_reap(i);
+        }
+        self.ship(false);
+    }
+
     /// Moves what one node's engines sent onto its link: the requester's
     /// to the responder or the other way. The packets the fault injector
     /// dropped are shown to the observer and recycled.
@@ -507,8 +515,13 @@ impl<'a, O: Observer> Scenario<'a, O> {
         let Some(p) = self.take_delivery(0) else {
             return;
         };
-        match self.nodes.deliver_to_responder(&p.bytes, &mut self.root) {
+        let at = self.nodes.deliver_to_responder(&p.bytes, &mut self.root);
+        if let Some(i) = at.qp() {
+            self.sync_reap(i);
+        }
+        match at {
             AtResponder::Received { .. } | AtResponder::WriteReq { .. } => {}
+            AtResponder::Resync { .. } => self.rep.write.resyncs_received += 1,
             AtResponder::WriteData { outcome, .. } => {
                 self.rep.write.suppressed += u64::from(!outcome.delivered);
                 self.rep.write.kdeth_errors += u64::from(outcome.error.is_some());

@@ -13,7 +13,7 @@ use tid_read_proto::requester::{AckVerdict, RespVerdict};
 use tid_read_proto::responder::ReqVerdict;
 use tid_read_proto::wire::aeth;
 use tid_read_proto::write::requester::{TidAckVerdict, WriteRespVerdict};
-use tid_read_proto::write::responder::{DataVerdict, WriteReqVerdict};
+use tid_read_proto::write::responder::{DataVerdict, ResyncVerdict, WriteReqVerdict};
 
 use crate::doubles::DataCheck;
 
@@ -90,8 +90,15 @@ pub enum AtResponder {
         /// The responder's verdict if software handled it.
         verdict: Option<DataVerdict>,
     },
+    /// Responder `qp` received a RESYNC.
+    Resync {
+        /// The responder QP.
+        qp: usize,
+        /// What it did.
+        verdict: ResyncVerdict,
+    },
     /// A packet for responder `qp` that it has no receive path for yet
-    /// (a RESYNC, a plain RDMA WRITE): dropped.
+    /// (a plain RDMA WRITE): dropped.
     NotReceived {
         /// The responder QP.
         qp: usize,
@@ -110,6 +117,7 @@ impl AtResponder {
             Self::Received { qp, .. }
             | Self::WriteReq { qp, .. }
             | Self::WriteData { qp, .. }
+            | Self::Resync { qp, .. }
             | Self::NotReceived { qp, .. } => Some(qp),
             _ => None,
         }

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! The TID RDMA WRITE half of [`TwoNodes`]: WRITEs posted on the requester
 //! node from source pages holding the data pattern, their packets
-//! delivered to the responder node (WRITE_REQ eagerly under the QP's
-//! `r_lock`, WRITE_DATA through the responder's chip into the scattered
-//! pages of its writable region), both nodes' second legs (the requester's
-//! WRITE_DATA, the responder's TID ACK) run from their schedulers'
-//! TID-send queues, the TID retry timer, and a WRITE's completion checked
-//! byte for byte against the responder's pages.
+//! delivered to the responder node (WRITE_REQ and RESYNC eagerly under
+//! the QP's `r_lock`, WRITE_DATA through the responder's chip into the
+//! scattered pages of its writable region, with the KDETH error path for
+//! what the chip flags), both nodes' second legs (the requester's
+//! WRITE_DATA and RESYNC, the responder's TID ACK) run from their
+//! schedulers' TID-send queues, the TID retry and reap timers, and a
+//! WRITE's completion checked byte for byte against the responder's
+//! pages.
 //!
-//! The responder has no receive path yet for a RESYNC or a plain RDMA
-//! WRITE: they are reported [`AtResponder::NotReceived`] and dropped.
+//! The responder has no receive path yet for a plain RDMA WRITE: it is
+//! reported [`AtResponder::NotReceived`] and dropped.
 //!
 //! # Locking
 //!
@@ -260,6 +262,11 @@ where
                         verdict,
                     }
                 }
+                OP_TID_RDMA_RESYNC => {
+                    let psn = FlowPsn::from_raw(f.bth.psn.get());
+                    let verdict = qp::receive_resync(&self.resp_rcd, qp, r.token(), psn);
+                    AtResponder::Resync { qp: i, verdict }
+                }
                 _ => AtResponder::NotReceived { qp: i, opcode: op },
             }
         };
@@ -413,6 +420,26 @@ where
         let qp = self.requesters.get(i)?;
         let g = qp.s_lock.lock(root);
         Some(g.ext.requester.write_state().tid_retry_timer())
+    }
+
+    /// Responder `i`'s reap timer (armed while a WRITE_RESP waits for its
+    /// data).
+    pub fn reap_timer(&self, i: usize, root: &mut LockToken<'_, Unlocked>) -> Option<Timer> {
+        let qp = self.responders.get(i)?;
+        let g = qp.s_lock.lock(root);
+        Some(g.ext.write_responder.reap_timer())
+    }
+
+    /// Action 5d, for one QP: responder `i`'s reap timer expires under its
+    /// `r_lock` (if a WRITE_RESP still waits for data, the QP errors and
+    /// gives everything back). Returns true if it acted. Kernel:
+    /// `hfi1_tid_timeout()`.
+    pub fn fire_reap_timer(&mut self, i: usize, root: &mut LockToken<'_, Unlocked>) -> bool {
+        let (Some(qp), Some(Some(rl))) = (self.responders.get(i), self.r_locks.get(i)) else {
+            return false;
+        };
+        let mut r = rl.lock(root);
+        qp::reap_timeout(&self.resp_rcd, qp, r.token(), &self.regions)
     }
 
     /// Action 5c, for one QP: requester `i`'s TID retry timer expires

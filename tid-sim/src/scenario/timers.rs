@@ -40,10 +40,30 @@ impl<O: Observer> Scenario<'_, O> {
         }
     }
 
+    /// Follows responder `i`'s reap timer after something touched it.
+    pub(super) fn sync_reap(&mut self, i: usize) {
+        let now = self.clock.ns;
+        if let (Some(t), Some(d)) = (
+            self.nodes.reap_timer(i, &mut self.root),
+            self.clock.reap.get_mut(i),
+        ) {
+            d.follow(t, now);
+        }
+    }
+
     /// Fires every timer whose deadline passed; returns whether one did.
     pub(super) fn fire_due_timers(&mut self) -> bool {
         let now = self.clock.ns;
         let mut fired = false;
+        for i in 0..self.clock.reap.len() {
+            if self.clock.reap[i].at.is_some_and(|t| t <= now) {
+                self.clock.reap[i].at = None;
+                let acted = self.nodes.fire_reap_timer(i, &mut self.root);
+                self.rep.write.reap_expiries += u64::from(acted);
+                fired |= acted;
+                self.sync_reap(i);
+            }
+        }
         for i in 0..self.clock.timers.len() {
             for which in 0..3 {
                 let due = self.clock.timers[i][which].at.is_some_and(|t| t <= now);
@@ -64,6 +84,7 @@ impl<O: Observer> Scenario<'_, O> {
             .timers
             .iter()
             .flat_map(|d| d.iter().filter_map(|d| d.at))
+            .chain(self.clock.reap.iter().filter_map(|d| d.at))
             .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.min(t))));
         let Some(at) = next else {
             return false;
