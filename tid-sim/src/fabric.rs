@@ -336,7 +336,7 @@ mod tests {
     #[test]
     fn duplicates_reorders_and_stale_are_counted_and_reproducible() {
         let f = Faults {
-            drop: [0.0; 5],
+            drop: [0.0; KINDS],
             dup: 0.2,
             reorder: 8,
             stale: 0.1,
