@@ -10,8 +10,9 @@
 //! `tshark` runs when it is on `PATH`; with `HFI1_REQUIRE_TSHARK=1` its
 //! absence fails the test (CI sets it).
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use tid_read_proto::packet;
 use tid_read_proto::wire::erf;
@@ -83,79 +84,18 @@ fn every_injected_fault_is_marked_and_wire_times_are_honest() {
     }
 }
 
-fn tshark(args: &[&str]) -> String {
-    let out = Command::new("tshark").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "tshark {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 #[test]
 fn tshark_decodes_every_frame_of_a_faulty_capture() {
-    let have = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have {
-        assert!(
-            std::env::var_os("HFI1_REQUIRE_TSHARK").is_none(),
-            "HFI1_REQUIRE_TSHARK is set but tshark is not on PATH"
-        );
-        eprintln!("tshark not on PATH: the Wireshark check did not run");
-        return;
-    }
     let (_, bytes) = faulty_capture();
     let recs = read_all(&bytes[..]).unwrap();
-    let path = std::env::temp_dir().join(format!("tid-sim-faulty-{}.pcapng", std::process::id()));
-    std::fs::write(&path, &bytes).unwrap();
-    let file = path.to_str().unwrap();
-    // A packet comment is an expert item of severity "Comment"
-    // (0x00100000); nothing may be more than that, nor malformed.
-    let bad = tshark(&[
-        "-r",
-        file,
-        "-Y",
-        "_ws.malformed || _ws.expert.severity > 0x00100000",
-        "-T",
-        "fields",
-        "-e",
-        "frame.number",
-    ]);
-    assert_eq!(bad.trim(), "", "malformed or warned frames: {bad}");
-    let rows = tshark(&[
-        "-r",
-        file,
-        "-T",
-        "fields",
-        "-E",
-        "separator=/t",
-        "-e",
-        "frame.protocols",
-        "-e",
-        "opa.bth.opcode",
-        "-e",
-        "frame.comment",
-    ]);
-    let rows: Vec<&str> = rows.lines().collect();
-    assert_eq!(rows.len(), recs.len(), "tshark saw every frame");
-    let mut comments: BTreeMap<bool, u64> = BTreeMap::new();
-    for (row, r) in rows.iter().zip(&recs) {
-        let mut f = row.split('\t');
-        assert_eq!(f.next(), Some("erf:opa"), "{row}");
-        let rec = erf::Record::new_checked(&r.data[..]).unwrap();
-        let op = rec.packet()[8];
-        let got = f.next().unwrap_or("");
-        let got = u8::from_str_radix(got.trim_start_matches("0x"), 16)
-            .or_else(|_| got.parse())
-            .unwrap();
-        assert_eq!(got, op, "{row}");
-        let comment = f.next().unwrap_or("");
-        assert_eq!(comment.is_empty(), r.comment.is_none(), "{row}");
-        *comments.entry(!comment.is_empty()).or_default() += 1;
+    let Some(comments) = common::tshark::check(&bytes, &recs, "tid-sim-faulty", &["frame.comment"])
+    else {
+        return;
+    };
+    let mut counts: BTreeMap<bool, u64> = BTreeMap::new();
+    for (comment, r) in comments.iter().zip(&recs) {
+        assert_eq!(comment.is_empty(), r.comment.is_none(), "{comment}");
+        *counts.entry(!comment.is_empty()).or_default() += 1;
     }
-    assert!(comments.get(&true).is_some_and(|&n| n > 0));
-    let _ = std::fs::remove_file(&path);
+    assert!(counts.get(&true).is_some_and(|&n| n > 0));
 }

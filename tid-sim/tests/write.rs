@@ -10,15 +10,15 @@
 //! `tshark` runs when it is on `PATH`; with `HFI1_REQUIRE_TSHARK=1` its
 //! absence fails the test (CI sets it).
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::process::Command;
 
 use hfi1_hal::consts::{
     OP_TID_RDMA_ACK, OP_TID_RDMA_READ_REQ, OP_TID_RDMA_READ_RESP, OP_TID_RDMA_RESYNC,
     OP_TID_RDMA_WRITE_DATA, OP_TID_RDMA_WRITE_DATA_LAST, OP_TID_RDMA_WRITE_REQ,
     OP_TID_RDMA_WRITE_RESP,
 };
-use tid_read_proto::wire::erf;
 use tid_sim::cli::{Ops, Options};
 use tid_sim::fabric::{Faults, PacketKind};
 use tid_sim::pcap::{PcapWriter, read_all};
@@ -101,16 +101,6 @@ fn writes_below_the_tid_minimum_are_refused() {
     assert!(small(Ops::Write).check().is_ok());
 }
 
-fn tshark(args: &[&str]) -> String {
-    let out = Command::new("tshark").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "tshark {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 /// A mixed run's capture, with segment tails dropped on the way to the
 /// responder so the requester's TID retry sends RESYNCs: every TID RDMA
 /// opcode is in it. (The responder cannot receive a RESYNC yet, so that
@@ -139,10 +129,7 @@ fn mixed_capture() -> Vec<u8> {
 fn a_mixed_capture_has_every_tid_opcode_and_decodes_in_tshark() {
     let bytes = mixed_capture();
     let recs = read_all(&bytes[..]).unwrap();
-    let ops: BTreeSet<u8> = recs
-        .iter()
-        .map(|r| erf::Record::new_checked(&r.data[..]).unwrap().packet()[8])
-        .collect();
+    let ops: BTreeSet<u8> = recs.iter().map(common::tshark::opcode).collect();
     for op in [
         OP_TID_RDMA_WRITE_REQ,
         OP_TID_RDMA_WRITE_RESP,
@@ -155,58 +142,6 @@ fn a_mixed_capture_has_every_tid_opcode_and_decodes_in_tshark() {
     ] {
         assert!(ops.contains(&op), "opcode {op:#x} missing: {ops:x?}");
     }
-    let have = Command::new("tshark")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have {
-        assert!(
-            std::env::var_os("HFI1_REQUIRE_TSHARK").is_none(),
-            "HFI1_REQUIRE_TSHARK is set but tshark is not on PATH"
-        );
-        eprintln!("tshark not on PATH: the Wireshark check did not run");
-        return;
-    }
-    let path = std::env::temp_dir().join(format!("tid-sim-mixed-{}.pcapng", std::process::id()));
-    std::fs::write(&path, &bytes).unwrap();
-    let file = path.to_str().unwrap();
-    let bad = tshark(&[
-        "-r",
-        file,
-        "-Y",
-        "_ws.malformed || _ws.expert.severity > 0x00100000",
-        "-T",
-        "fields",
-        "-e",
-        "frame.number",
-    ]);
-    assert_eq!(bad.trim(), "", "malformed or warned frames: {bad}");
-    let rows = tshark(&[
-        "-r",
-        file,
-        "-T",
-        "fields",
-        "-E",
-        "separator=/t",
-        "-e",
-        "frame.protocols",
-        "-e",
-        "opa.bth.opcode",
-    ]);
-    let rows: Vec<&str> = rows.lines().collect();
-    assert_eq!(rows.len(), recs.len(), "tshark saw every frame");
-    let mut seen = BTreeSet::new();
-    for (row, r) in rows.iter().zip(&recs) {
-        let mut f = row.split('\t');
-        assert_eq!(f.next(), Some("erf:opa"), "{row}");
-        let op = erf::Record::new_checked(&r.data[..]).unwrap().packet()[8];
-        let got = f.next().unwrap_or("");
-        let got = u8::from_str_radix(got.trim_start_matches("0x"), 16)
-            .or_else(|_| got.parse())
-            .unwrap();
-        assert_eq!(got, op, "{row}");
-        seen.insert(got);
-    }
-    assert_eq!(seen, ops, "tshark read the same opcodes");
-    let _ = std::fs::remove_file(&path);
+    // It asserts what it reads; `None` if tshark is not there.
+    let _ = common::tshark::check(&bytes, &recs, "tid-sim-mixed", &[]);
 }
