@@ -555,6 +555,59 @@ fn rnr_nak_on_write_req_resends_it_whole_after_the_timer() {
     w.complete_with_ack(7, 63);
 }
 
+/// Kernel: the RNR case of `do_rc_ack()` for a TID WRITE
+/// (`reset_psn(s_last_psn + 1)`, `s_last_psn` left alone). A 3-segment
+/// WRITE: the first WRITE_RESP comes, the second is lost, and the
+/// responder (out of TIDs) RNR-NAKs the third segment's PSN. After the
+/// RNR timer the WRITE_REQ goes again from the segment whose WRITE_RESP
+/// never came (PSN 8, its address, two segments' length), which the
+/// responder takes as a duplicate and answers with the WRITE_RESP it
+/// holds. With the RNR case moving `s_last_psn` to the NAK's PSN - 1 as
+/// for other operations, the resend started at PSN 9 (asserted PSN 8,
+/// got 9): the responder RNR-NAKs that forever while it holds segment
+/// 8's TIDs for data never sent.
+#[test]
+fn rnr_nak_after_a_lost_write_resp_resends_from_the_missing_segment() {
+    let mut w = world();
+    let src = w.source(0x1000, 3 * SEG, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    assert_eq!(w.first_leg().len(), 1);
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    assert_eq!(w.second_leg().len(), 64);
+    let mut root = LockToken::root();
+    let mut g = w.qp.s_lock.lock(&mut root);
+    let rnr = aeth::Repr {
+        syndrome: 0x22,
+        msn: 0,
+    };
+    let _ = qp::receive_ack(&w.rcd, &w.qp, &mut g, Psn::new(9), &rnr);
+    assert!(g.ext.requester.rnr_timer().is_armed());
+    drop(g);
+    assert!(w.first_leg().is_empty());
+    let mut g = w.qp.s_lock.lock(&mut root);
+    assert!(qp::rnr_timeout(&w.rcd, &w.qp, &mut g));
+    drop(g);
+    let out = w.first_leg();
+    assert_eq!(out.len(), 1);
+    let f = frame::parse(&out[0]).unwrap();
+    assert_eq!(
+        (f.bth.opcode, f.bth.psn),
+        (OP_TID_RDMA_WRITE_REQ, Psn::new(8))
+    );
+    let r = write_req::Repr::parse(&write_req::Packet::new_checked(f.body).unwrap()).unwrap();
+    assert_eq!(
+        (r.reth.vaddr, r.reth.length),
+        (REMOTE + u64::from(SEG), 2 * SEG)
+    );
+    assert_eq!(w.write_resp(8, 64, &entries(64)), WriteRespVerdict::Taken);
+    check_segment(
+        &w.second_leg(),
+        64,
+        REMOTE + u64::from(SEG),
+        OP_TID_RDMA_WRITE_DATA,
+    );
+}
+
 /// Kernel: `rvt_rc_timeout()` → `hfi1_restart_rc(s_last_psn + 1)` →
 /// `reset_psn()`'s `TID_OP(WRITE_RESP)` state and the
 /// `TID_OP(WRITE_RESP)` case of `hfi1_make_rc_req()`. With the second

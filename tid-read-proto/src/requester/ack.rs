@@ -292,8 +292,9 @@ impl<P: FlowPlatform> Requester<P> {
         }
     }
 
-    /// An RNR NAK for `psn`: wait `timer`'s time, then resend from `psn`;
-    /// with the RNR budget spent, the oldest READ completes
+    /// An RNR NAK for `psn`: wait `timer`'s time, then resend from `psn`
+    /// (from `s_last_psn + 1` if the oldest WQE is a TID WRITE); with the
+    /// RNR budget spent, the oldest READ completes
     /// [`WcStatus::RnrRetryExceeded`]. Kernel: the `case 1` of `do_rc_ack()`.
     fn rnr_nak(&mut self, env: &mut Env<'_, '_, P>, psn: Psn, timer: u8) {
         self.stats.rnr_naks += 1;
@@ -306,8 +307,19 @@ impl<P: FlowPlatform> Requester<P> {
             self.stop_timers();
             return;
         }
-        self.last_psn = psn.sub(1);
-        self.reset_psn(psn);
+        // A TID WRITE's `s_last_psn` moves only with its WRITE_RESPs: a
+        // lost one before the NAKed segment is asked for again, which the
+        // responder answers as a duplicate with the TIDs it holds.
+        let tid_write = self
+            .sq
+            .get(self.sq.acked)
+            .is_some_and(|w| w.tid_write().is_some());
+        if tid_write {
+            self.reset_psn(self.last_psn.add(1));
+        } else {
+            self.last_psn = psn.sub(1);
+            self.reset_psn(psn);
+        }
         self.flags.wait_ack = false;
         self.stop_timers();
         self.rnr_timer.arm(rnr_ns(timer));
