@@ -711,6 +711,54 @@ fn tid_retry_sends_a_resync_and_its_ack_renumbers() {
     assert_eq!(w.held(), (0, 1));
 }
 
+/// Kernel: the RESYNC-ACK branch of `hfi1_rc_rcv_tid_rdma_ack()`
+/// (`resync_npkts`) and `hfi1_tid_rdma_restart_req()` (the walk adds
+/// `resync_npkts` to `delta_pkts`, `pkt -= resync_npkts`). The RESYNC ACK says the
+/// responder has the segment's first 40 packets: the segment is
+/// renumbered to 24 packets from sequence 0 of the next generation, and
+/// the resend starts at the segment's 41st page with PSN sequence 0 and
+/// sends only those 24. With the restart ignoring `resync_npkts` the
+/// whole segment went again from its first page (asserted 24 packets,
+/// got 64): in the simulator the requester then took a TID NAK inside
+/// them as acknowledging the shortened flow, while the responder kept
+/// the segment's TIDs waiting for its data, RNR-NAKing the next segment
+/// until the retry budget ran out.
+#[test]
+fn resync_ack_resends_only_what_the_responder_lacks() {
+    let mut w = world();
+    w.one_segment_sent();
+    let mut root = LockToken::root();
+    let mut g = w.qp.s_lock.lock(&mut root);
+    assert!(qp::tid_retry_timeout(&w.rcd, &w.qp, &mut g));
+    drop(g);
+    assert_eq!(w.second_leg().len(), 1);
+    let resync = AckKind::Resync {
+        generation: Generation::new(GEN + 1).unwrap(),
+        saved: FlowPsn::new(Generation::new(GEN).unwrap(), 39),
+    };
+    let v = w.tid_ack_of(7, resync, 0x1F);
+    assert!(matches!(v, TidAckVerdict::Acked { segments: 0, .. }));
+    let again = w.second_leg();
+    assert_eq!(again.len(), 24);
+    for (k, p) in again.iter().enumerate() {
+        let f = frame::parse(p).unwrap();
+        assert_eq!(f.bth.psn.get(), (GEN + 1) << 11 | k as u32);
+        let v = write_data::Packet::new_checked(f.body).unwrap();
+        assert_eq!(
+            doubles::mismatched_bytes(REMOTE + 4096 * (40 + k as u64), v.payload()),
+            0
+        );
+    }
+    let last = frame::parse(&again[23]).unwrap();
+    assert_eq!(last.bth.opcode, OP_TID_RDMA_WRITE_DATA_LAST);
+    let ack = AckKind::Segment {
+        last: FlowPsn::new(Generation::new(GEN + 1).unwrap(), 23),
+    };
+    let v = w.tid_ack_of(7, ack, 0x1F);
+    assert!(matches!(v, TidAckVerdict::Acked { completed: 1, .. }));
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+}
+
 /// Kernel: `hfi1_tid_retry_timeout()`. Data sent and no TID ACK ever:
 /// each expiry sends one RESYNC while retries are left; with none left
 /// the WRITE completes `RETRY_EXC_ERR`, the QP is in error and nothing

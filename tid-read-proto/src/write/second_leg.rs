@@ -350,7 +350,8 @@ impl<P: FlowPlatform> Requester<P> {
     }
 
     /// Rewinds the TID WRITE at `i` to resend from its oldest
-    /// unacknowledged segment at the packet `r_ack_psn` names; every later
+    /// unacknowledged segment at the packet `r_ack_psn` names (plus the
+    /// packets a RESYNC found received, `resync_npkts`); every later
     /// segment of it, and of every later TID WRITE up to `s_tid_cur`, is
     /// resent from its start. Kernel: `hfi1_tid_rdma_restart_req()`,
     /// WRITE half.
@@ -369,16 +370,23 @@ impl<P: FlowPlatform> Requester<P> {
                 let mut k = t.req.acked_tail;
                 while k != t.req.setup_head {
                     if let Some(rec) = t.req.flow_mut(k) {
-                        let skip =
-                            if first && k == skip_at && r_ack.generation() == rec.psns.generation {
-                                r_ack.seq().saturating_sub(rec.psns.spsn)
-                            } else {
-                                0
-                            };
+                        let at_nak = first && k == skip_at;
+                        let delta = if at_nak && r_ack.generation() == rec.psns.generation {
+                            r_ack.seq().saturating_sub(rec.psns.spsn)
+                        } else {
+                            0
+                        };
+                        // After a RESYNC the flow's sequence 0 sits
+                        // `resync_npkts` packets into the segment: the
+                        // data walk skips them, the PSN does not count them.
+                        if !at_nak {
+                            rec.resync_npkts = 0;
+                        }
+                        let skip = delta.saturating_add(rec.resync_npkts);
                         let c = Cursor::rewound(&rec.tid_entries, pmtu, skip).unwrap_or_default();
                         rec.tid_idx = u32::try_from(c.tid_idx).unwrap_or(0);
                         rec.tid_offset = c.tid_offset;
-                        rec.pkt = u32::from(c.pkt);
+                        rec.pkt = u32::from(c.pkt).wrapping_sub(rec.resync_npkts);
                         rec.sent = c.sent;
                     }
                     k = tid_flow::ring_next(k);
