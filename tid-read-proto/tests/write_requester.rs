@@ -97,6 +97,16 @@ impl World {
         assert_eq!(self.second_leg().len(), 64);
     }
 
+    /// A TID WRITE of `segs` 256 KiB segments posted, its WRITE_REQ out,
+    /// the first WRITE_RESP taken and that segment's data sent.
+    fn first_of_segments_sent(&mut self, segs: u32) {
+        let src = self.source(0x1000, segs * SEG, REMOTE);
+        self.post_write(1, REMOTE, &src);
+        assert_eq!(self.first_leg().len(), 1);
+        assert_eq!(self.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+        assert_eq!(self.second_leg().len(), 64);
+    }
+
     fn post_write(&self, wr_id: u64, remote: u64, sges: &[Sge]) {
         let mut root = LockToken::root();
         let mut g = self.qp.s_lock.lock(&mut root);
@@ -236,6 +246,53 @@ impl World {
         assert_eq!(self.held(), (0, 1));
     }
 
+    /// An RNR NAK (timer index 2) for IB PSN `psn`: nothing goes until
+    /// the RNR timer fires; returns what the first leg sends then.
+    fn rnr_nak_then_timer(&self, psn: u32) -> Vec<Vec<u8>> {
+        let mut root = LockToken::root();
+        let mut g = self.qp.s_lock.lock(&mut root);
+        let rnr = aeth::Repr {
+            syndrome: 0x22,
+            msn: 0,
+        };
+        let _ = qp::receive_ack(&self.rcd, &self.qp, &mut g, Psn::new(psn), &rnr);
+        assert!(g.ext.requester.rnr_timer().is_armed());
+        drop(g);
+        assert!(self.first_leg().is_empty());
+        let mut g = self.qp.s_lock.lock(&mut root);
+        assert!(qp::rnr_timeout(&self.rcd, &self.qp, &mut g));
+        drop(g);
+        self.first_leg()
+    }
+
+    /// The RESYNC ACK `resync` taken: the second leg resends `n` packets
+    /// in generation `GEN + 1` from sequence 0, carrying the segment's
+    /// pages from page `from`; returns them.
+    fn resync_acked(&self, resync: AckKind, n: usize, from: u64) -> Vec<Vec<u8>> {
+        let v = self.tid_ack_of(7, resync, 0x1F);
+        assert!(matches!(v, TidAckVerdict::Acked { segments: 0, .. }));
+        let again = self.second_leg();
+        assert_eq!(again.len(), n);
+        for (k, p) in again.iter().enumerate() {
+            let f = frame::parse(p).unwrap();
+            assert_eq!(f.bth.psn.get(), (GEN + 1) << 11 | k as u32);
+            let v = write_data::Packet::new_checked(f.body).unwrap();
+            let at = REMOTE + 4096 * (from + k as u64);
+            assert_eq!(doubles::mismatched_bytes(at, v.payload()), 0);
+        }
+        again
+    }
+
+    /// The TID retry timer expires (it was running); returns what the
+    /// second leg sends then.
+    fn tid_retry_expiry(&self) -> Vec<Vec<u8>> {
+        let mut root = LockToken::root();
+        let mut g = self.qp.s_lock.lock(&mut root);
+        assert!(qp::tid_retry_timeout(&self.rcd, &self.qp, &mut g));
+        drop(g);
+        self.second_leg()
+    }
+
     fn poll(&self) -> Option<Completion> {
         let mut root = LockToken::root();
         self.qp.s_lock.lock(&mut root).ext.requester.poll()
@@ -249,6 +306,19 @@ impl World {
 }
 
 /// Four TID entries of 16 pages: one 256 KiB segment.
+/// The one WRITE_REQ in `out`, at IB PSN `psn`: its RETH address and
+/// length.
+fn only_write_req(out: &[Vec<u8>], psn: u32) -> (u64, u32) {
+    assert_eq!(out.len(), 1);
+    let f = frame::parse(&out[0]).unwrap();
+    assert_eq!(
+        (f.bth.opcode, f.bth.psn),
+        (OP_TID_RDMA_WRITE_REQ, Psn::new(psn))
+    );
+    let r = write_req::Repr::parse(&write_req::Packet::new_checked(f.body).unwrap()).unwrap();
+    (r.reth.vaddr, r.reth.length)
+}
+
 fn entries(base: u32) -> Vec<TidEntry> {
     (0..4)
         .map(|i| TidEntry::new(base + 8 * i, TidCtrl::Pair, 16).unwrap())
@@ -527,29 +597,8 @@ fn rnr_nak_on_write_req_resends_it_whole_after_the_timer() {
     let src = w.source(0x1000, SEG, REMOTE);
     w.post_write(1, REMOTE, &src);
     assert_eq!(w.first_leg().len(), 1);
-    let mut root = LockToken::root();
-    let mut g = w.qp.s_lock.lock(&mut root);
-    // RNR NAK, timer index 2.
-    let rnr = aeth::Repr {
-        syndrome: 0x22,
-        msn: 0,
-    };
-    let _ = qp::receive_ack(&w.rcd, &w.qp, &mut g, Psn::new(7), &rnr);
-    assert!(g.ext.requester.rnr_timer().is_armed());
-    drop(g);
-    assert!(w.first_leg().is_empty());
-    let mut g = w.qp.s_lock.lock(&mut root);
-    assert!(qp::rnr_timeout(&w.rcd, &w.qp, &mut g));
-    drop(g);
-    let out = w.first_leg();
-    assert_eq!(out.len(), 1);
-    let f = frame::parse(&out[0]).unwrap();
-    assert_eq!(
-        (f.bth.opcode, f.bth.psn),
-        (OP_TID_RDMA_WRITE_REQ, Psn::new(7))
-    );
-    let r = write_req::Repr::parse(&write_req::Packet::new_checked(f.body).unwrap()).unwrap();
-    assert_eq!((r.reth.vaddr, r.reth.length), (REMOTE, SEG));
+    let out = w.rnr_nak_then_timer(7);
+    assert_eq!(only_write_req(&out, 7), (REMOTE, SEG));
     assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
     check_segment(&w.second_leg(), 0, REMOTE, OP_TID_RDMA_WRITE_DATA_LAST);
     w.complete_with_ack(7, 63);
@@ -569,36 +618,9 @@ fn rnr_nak_on_write_req_resends_it_whole_after_the_timer() {
 #[test]
 fn rnr_nak_after_a_lost_write_resp_resends_from_the_missing_segment() {
     let mut w = world();
-    let src = w.source(0x1000, 3 * SEG, REMOTE);
-    w.post_write(1, REMOTE, &src);
-    assert_eq!(w.first_leg().len(), 1);
-    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
-    assert_eq!(w.second_leg().len(), 64);
-    let mut root = LockToken::root();
-    let mut g = w.qp.s_lock.lock(&mut root);
-    let rnr = aeth::Repr {
-        syndrome: 0x22,
-        msn: 0,
-    };
-    let _ = qp::receive_ack(&w.rcd, &w.qp, &mut g, Psn::new(9), &rnr);
-    assert!(g.ext.requester.rnr_timer().is_armed());
-    drop(g);
-    assert!(w.first_leg().is_empty());
-    let mut g = w.qp.s_lock.lock(&mut root);
-    assert!(qp::rnr_timeout(&w.rcd, &w.qp, &mut g));
-    drop(g);
-    let out = w.first_leg();
-    assert_eq!(out.len(), 1);
-    let f = frame::parse(&out[0]).unwrap();
-    assert_eq!(
-        (f.bth.opcode, f.bth.psn),
-        (OP_TID_RDMA_WRITE_REQ, Psn::new(8))
-    );
-    let r = write_req::Repr::parse(&write_req::Packet::new_checked(f.body).unwrap()).unwrap();
-    assert_eq!(
-        (r.reth.vaddr, r.reth.length),
-        (REMOTE + u64::from(SEG), 2 * SEG)
-    );
+    w.first_of_segments_sent(3);
+    let out = w.rnr_nak_then_timer(9);
+    assert_eq!(only_write_req(&out, 8), (REMOTE + u64::from(SEG), 2 * SEG));
     assert_eq!(w.write_resp(8, 64, &entries(64)), WriteRespVerdict::Taken);
     check_segment(
         &w.second_leg(),
@@ -618,28 +640,14 @@ fn rnr_nak_after_a_lost_write_resp_resends_from_the_missing_segment() {
 #[test]
 fn lost_write_resp_resends_the_write_req_for_the_rest() {
     let mut w = world();
-    let src = w.source(0x1000, 2 * SEG, REMOTE);
-    w.post_write(1, REMOTE, &src);
-    assert_eq!(w.first_leg().len(), 1);
-    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
-    assert_eq!(w.second_leg().len(), 64);
+    w.first_of_segments_sent(2);
     let mut root = LockToken::root();
     let mut g = w.qp.s_lock.lock(&mut root);
     assert!(g.ext.requester.retry_timer().is_armed());
     assert!(qp::timeout(&w.rcd, &w.qp, &mut g));
     drop(g);
     let out = w.first_leg();
-    assert_eq!(out.len(), 1);
-    let f = frame::parse(&out[0]).unwrap();
-    assert_eq!(
-        (f.bth.opcode, f.bth.psn),
-        (OP_TID_RDMA_WRITE_REQ, Psn::new(8))
-    );
-    let r = write_req::Repr::parse(&write_req::Packet::new_checked(f.body).unwrap()).unwrap();
-    assert_eq!(
-        (r.reth.vaddr, r.reth.length),
-        (REMOTE + u64::from(SEG), SEG)
-    );
+    assert_eq!(only_write_req(&out, 8), (REMOTE + u64::from(SEG), SEG));
     assert_eq!(w.write_resp(8, 64, &entries(64)), WriteRespVerdict::Taken);
     check_segment(
         &w.second_leg(),
@@ -670,11 +678,7 @@ fn lost_write_resp_resends_the_write_req_for_the_rest() {
 fn tid_retry_sends_a_resync_and_its_ack_renumbers() {
     let mut w = world();
     w.one_segment_sent();
-    let mut root = LockToken::root();
-    let mut g = w.qp.s_lock.lock(&mut root);
-    assert!(qp::tid_retry_timeout(&w.rcd, &w.qp, &mut g));
-    drop(g);
-    let out = w.second_leg();
+    let out = w.tid_retry_expiry();
     assert_eq!(out.len(), 1);
     let f = frame::parse(&out[0]).unwrap();
     assert_eq!(f.bth.opcode, hfi1_hal::consts::OP_TID_RDMA_RESYNC);
@@ -688,19 +692,7 @@ fn tid_retry_sends_a_resync_and_its_ack_renumbers() {
         generation: Generation::new(GEN + 1).unwrap(),
         saved: FlowPsn::new(Generation::new(GEN - 1).unwrap(), 0x7FE),
     };
-    let v = w.tid_ack_of(7, resync, 0x1F);
-    assert!(matches!(v, TidAckVerdict::Acked { segments: 0, .. }));
-    let again = w.second_leg();
-    assert_eq!(again.len(), 64);
-    for (k, p) in again.iter().enumerate() {
-        let f = frame::parse(p).unwrap();
-        assert_eq!(f.bth.psn.get(), (GEN + 1) << 11 | k as u32);
-        let v = write_data::Packet::new_checked(f.body).unwrap();
-        assert_eq!(
-            doubles::mismatched_bytes(REMOTE + 4096 * k as u64, v.payload()),
-            0
-        );
-    }
+    w.resync_acked(resync, 64, 0);
     let last = AckKind::Segment {
         last: FlowPsn::new(Generation::new(GEN + 1).unwrap(), 63),
     };
@@ -727,28 +719,12 @@ fn tid_retry_sends_a_resync_and_its_ack_renumbers() {
 fn resync_ack_resends_only_what_the_responder_lacks() {
     let mut w = world();
     w.one_segment_sent();
-    let mut root = LockToken::root();
-    let mut g = w.qp.s_lock.lock(&mut root);
-    assert!(qp::tid_retry_timeout(&w.rcd, &w.qp, &mut g));
-    drop(g);
-    assert_eq!(w.second_leg().len(), 1);
+    assert_eq!(w.tid_retry_expiry().len(), 1);
     let resync = AckKind::Resync {
         generation: Generation::new(GEN + 1).unwrap(),
         saved: FlowPsn::new(Generation::new(GEN).unwrap(), 39),
     };
-    let v = w.tid_ack_of(7, resync, 0x1F);
-    assert!(matches!(v, TidAckVerdict::Acked { segments: 0, .. }));
-    let again = w.second_leg();
-    assert_eq!(again.len(), 24);
-    for (k, p) in again.iter().enumerate() {
-        let f = frame::parse(p).unwrap();
-        assert_eq!(f.bth.psn.get(), (GEN + 1) << 11 | k as u32);
-        let v = write_data::Packet::new_checked(f.body).unwrap();
-        assert_eq!(
-            doubles::mismatched_bytes(REMOTE + 4096 * (40 + k as u64), v.payload()),
-            0
-        );
-    }
+    let again = w.resync_acked(resync, 24, 40);
     let last = frame::parse(&again[23]).unwrap();
     assert_eq!(last.bth.opcode, OP_TID_RDMA_WRITE_DATA_LAST);
     let ack = AckKind::Segment {
