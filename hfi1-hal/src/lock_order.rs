@@ -552,6 +552,27 @@ impl<L, R, T> Lock<L, R, T> {
     pub fn raw(&self) -> &R {
         &self.raw
     }
+
+    /// [`Lock::with_raw`] in place, for data too large to build on a
+    /// kernel stack: writes `raw` into the lock at `this` and returns where
+    /// its data goes, for the caller to write (Rust-for-Linux's pin-init
+    /// in spirit).
+    ///
+    /// # Safety
+    ///
+    /// `this` is valid for writes of one lock and aligned, and the caller
+    /// writes a valid `T` at the returned pointer before the lock is used,
+    /// moved or dropped.
+    #[cfg(not(loom))]
+    pub unsafe fn init_at(this: *mut Self, raw: R) -> *mut T {
+        // SAFETY: `this` is valid for writes (the caller's promise);
+        // `_level` is zero-sized and needs no write; `UnsafeCell<T>` has
+        // `T`'s layout.
+        unsafe {
+            (&raw mut (*this).raw).write(raw);
+            core::cell::UnsafeCell::raw_get(&raw const (*this).data)
+        }
+    }
 }
 
 impl<L: LockLevel, R: RawSpinLock, T> Lock<L, R, T> {

@@ -66,7 +66,9 @@ struct hfi1_tid_wt;
  * queue_trigger returns
  * true if it queued the QP's trigger work (which then owns the reference
  * and hands it to hfi1_tid_trigger_resume), false if that work was already
- * pending.
+ * pending. queue_tid_send queues the QP's second-leg work
+ * (hfi1_schedule_tid_send(), s_lock held; no reference changes hands),
+ * which calls hfi1_tid_do_tid_send; false if it was already pending.
  */
 struct hfi1_tid_platform_ops {
 	void (*spin_lock_init)(void *lock, const char *name, void *key);
@@ -82,6 +84,7 @@ struct hfi1_tid_platform_ops {
 	void (*dma_unmap)(void *dev, u64 bus, u32 len);
 	void (*wait_kmem)(void *qp, u32 *s_flags);
 	u32 (*random_u32)(void);
+	bool (*queue_tid_send)(void *qp, u32 cpu);
 };
 
 /*
@@ -216,6 +219,82 @@ struct hfi1_tid_read_result {
 	u64 left_over;
 };
 
+/*
+ * The READ and WRITE protocol on the engine's own QPs (proto.rs). A QP's
+ * connection: the RC attributes and what OPFN negotiated.
+ */
+struct hfi1_tid_conn {
+	struct hfi1_tid_opfn_params local;
+	struct hfi1_tid_opfn_params remote;
+	u32 verbs_qpn;
+	u32 remote_verbs_qpn;
+	u32 psn;
+	u32 pmtu;
+	u32 max_rd_atomic;
+	u32 tid_read_min;
+	u16 dlid;
+	u16 slid;
+	bool tid;
+	bool remote_read;
+	bool remote_write;
+	u8 retry_cnt;
+	u8 rnr_retry;
+	u8 timeout;
+};
+
+/* An RDMA READ or WRITE work request (at least one element). */
+struct hfi1_tid_wr {
+	u64 wr_id;
+	u64 remote_addr;
+	u32 rkey;
+	u32 nsges;
+	const struct hfi1_tid_sge *sges;
+};
+
+/* A completion; status is enum ib_wc_status. */
+struct hfi1_tid_wc {
+	u64 wr_id;
+	u32 length;
+	u32 status;
+};
+
+/*
+ * The verbs side of a QP, every member set: mr_get is rvt_rkey_ok() (a
+ * reference in *mr; write: IB_ACCESS_REMOTE_WRITE), mr_put rvt_put_mr(),
+ * mr_pages the region's pages (valid while the reference is held) and the
+ * offset of vaddr in them (NULL outside), read the data a response or a
+ * WRITE carries, write rvt_copy_sge() of an eager READ response, send
+ * hfi1_verbs_send() of one built packet (may be called with s_lock held:
+ * queue, do not wait).
+ */
+struct hfi1_tid_verbs_ops {
+	bool (*mr_get)(void *cookie, u64 vaddr, u32 len, u32 rkey, bool write,
+		       u32 *mr);
+	void (*mr_put)(void *cookie, u32 mr);
+	const struct hfi1_tid_sge *(*mr_pages)(void *cookie, u32 mr, u64 vaddr,
+					       u32 *n, u64 *offset);
+	bool (*read)(void *cookie, u64 vaddr, u8 *out, u32 len);
+	bool (*write)(void *cookie, u64 addr, const u8 *data, u32 len);
+	void (*send)(void *cookie, const u8 *pkt, u32 len);
+};
+
+/* Bytes of the smallest packet buffer (an 8 KiB MTU and headers). */
+#define HFI1_TID_MAX_PACKET (8192 + 128)
+
+/* One call's verbs side and packet buffer (cap >= HFI1_TID_MAX_PACKET). */
+struct hfi1_tid_io {
+	const struct hfi1_tid_verbs_ops *ops;
+	void *cookie;
+	u8 *buf;
+	u32 cap;
+};
+
+/* What a receive entry did with a packet (or a negative errno). */
+#define HFI1_TID_RCV_DONE 0
+#define HFI1_TID_RCV_DROPPED 1
+#define HFI1_TID_RCV_RESTART 2
+#define HFI1_TID_RCV_QP_ERROR 3
+
 /* --- Implemented in Rust ------------------------------------------------ */
 
 /*
@@ -238,7 +317,8 @@ int hfi1_tid_ctx_destroy(struct hfi1_tid_rcd *rcd);
 int hfi1_tid_ctx_stats(const struct hfi1_tid_rcd *rcd,
 		       struct hfi1_tid_ctx_stats *out);
 struct hfi1_tid_qp *hfi1_tid_qp_create(void *cookie, u32 qpn, u32 slot, u32 cpu,
-				       void *s_lock);
+				       void *s_lock,
+				       const struct hfi1_tid_conn *conn);
 void hfi1_tid_qp_destroy(struct hfi1_tid_qp *qp);
 int hfi1_tid_qp_waiting(struct hfi1_tid_qp *qp);
 int hfi1_tid_setup_hw_flow(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp);
@@ -256,6 +336,69 @@ int hfi1_tid_exp_rcv_clear_all(const struct hfi1_tid_rcd *rcd,
 			       struct hfi1_tid_qp *qp, struct hfi1_tid_req *req);
 int hfi1_tid_flush_wait(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp);
 int hfi1_tid_trigger_resume(struct hfi1_tid_qp *qp);
+
+/*
+ * The READ and WRITE protocol (proto.rs; Rust feature "engine"), each
+ * entered as the driver enters the kernel function it replaces. Frames
+ * are whole packets (LRH to ICRC). Receive entries return an
+ * HFI1_TID_RCV_* value or -errno (-EBADMSG: does not parse, -EPROTO: not
+ * this entry's opcode).
+ *   s_lock held (asserted): post_read/write (hfi1_setup_tid_rdma_wqe),
+ *     make_req (hfi1_make_rc_req), make_resp (make_rc_ack),
+ *     retry_timeout (hfi1_restart_rc -> hfi1_tid_rdma_restart_req),
+ *     rnr_timeout, tid_retry_timeout (hfi1_tid_retry_timeout),
+ *     make_tid_ack (make_tid_rdma_ack), poll, qp_reset (rvt_reset_qp);
+ *   r_lock held (asserted), s_lock taken: rcv_read_req, rcv_write_req,
+ *     rcv_read_resp, rcv_rc_resp (rc_rcv_resp), rcv_write_resp,
+ *     rcv_write_data, rcv_tid_ack (hfi1_rc_rcv_tid_rdma_*);
+ *   nothing held: kdeth_eflags (hfi1_handle_kdeth_eflags, READ half;
+ *     takes r_lock, s_lock), do_tid_send (hfi1_do_tid_send, the second
+ *     leg's work; takes s_lock per packet).
+ * Every entry that takes s_lock takes exp_lock inside it where needed.
+ */
+int hfi1_tid_post_read(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+		       const struct hfi1_tid_wr *wr);
+int hfi1_tid_post_write(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+			const struct hfi1_tid_wr *wr);
+int hfi1_tid_make_req(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+		      const struct hfi1_tid_io *io);
+int hfi1_tid_rcv_read_req(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+			  void *r_lock, const struct hfi1_tid_io *io,
+			  const u8 *pkt, u32 len);
+int hfi1_tid_rcv_write_req(const struct hfi1_tid_rcd *rcd,
+			   struct hfi1_tid_qp *qp, void *r_lock,
+			   const struct hfi1_tid_io *io, const u8 *pkt, u32 len);
+int hfi1_tid_make_resp(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+		       const struct hfi1_tid_io *io, u32 budget);
+int hfi1_tid_rcv_read_resp(const struct hfi1_tid_rcd *rcd,
+			   struct hfi1_tid_qp *qp, void *r_lock, const u8 *pkt,
+			   u32 len);
+int hfi1_tid_kdeth_eflags(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+			  void *r_lock, const u8 *pkt, u32 len, u32 rte);
+int hfi1_tid_rcv_rc_resp(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+			 void *r_lock, const struct hfi1_tid_io *io,
+			 const u8 *pkt, u32 len);
+int hfi1_tid_rcv_write_resp(const struct hfi1_tid_rcd *rcd,
+			    struct hfi1_tid_qp *qp, void *r_lock,
+			    const u8 *pkt, u32 len);
+int hfi1_tid_rcv_write_data(const struct hfi1_tid_rcd *rcd,
+			    struct hfi1_tid_qp *qp, void *r_lock,
+			    const struct hfi1_tid_io *io, const u8 *pkt,
+			    u32 len);
+int hfi1_tid_rcv_tid_ack(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+			 void *r_lock, const u8 *pkt, u32 len);
+int hfi1_tid_retry_timeout(const struct hfi1_tid_rcd *rcd,
+			   struct hfi1_tid_qp *qp);
+int hfi1_tid_rnr_timeout(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp);
+int hfi1_tid_tid_retry_timeout(const struct hfi1_tid_rcd *rcd,
+			       struct hfi1_tid_qp *qp);
+int hfi1_tid_do_tid_send(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+			 const struct hfi1_tid_io *io);
+int hfi1_tid_make_tid_ack(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+			  const struct hfi1_tid_io *io);
+int hfi1_tid_poll(struct hfi1_tid_qp *qp, struct hfi1_tid_wc *wc);
+int hfi1_tid_qp_reset(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+		      const struct hfi1_tid_io *io);
 
 /*
  * Test harness (waittest.rs, Rust feature "selftest"): two counted

@@ -194,6 +194,17 @@ static u32 p_random_u32(void)
 	return get_random_u32();
 }
 
+/*
+ * The second leg's work: these phases post no WRITE, so the engine must
+ * never ask for it (the READ and WRITE test's QPs run on the Rust side's
+ * own scheduler).
+ */
+static bool p_queue_tid_send(void *cookie, u32 cpu)
+{
+	WARN_ONCE(1, "hfi1_tid_selftest: second leg queued without a WRITE\n");
+	return false;
+}
+
 static const struct hfi1_tid_platform_ops platform_ops = {
 	.spin_lock_init = hfi1_tid_spin_lock_init,
 	.spin_lock_irqsave = hfi1_tid_spin_lock_irqsave,
@@ -208,6 +219,7 @@ static const struct hfi1_tid_platform_ops platform_ops = {
 	.dma_unmap = p_dma_unmap,
 	.wait_kmem = p_wait_kmem,
 	.random_u32 = p_random_u32,
+	.queue_tid_send = p_queue_tid_send,
 };
 
 /* The chip: a register file, written under exp_lock. */
@@ -552,7 +564,8 @@ static struct tqp *tqp_new(struct etest *t, unsigned int id, enum tqp_mode mode)
 	q->id = id;
 	q->mode = mode;
 	q->rounds = 2;
-	q->h = hfi1_tid_qp_create(q, 0x100 + id, id, id % num_online_cpus(), &q->s_lock);
+	q->h = hfi1_tid_qp_create(q, 0x100 + id, id, id % num_online_cpus(),
+				  &q->s_lock, NULL);
 	if (!q->h) {
 		kfree(q);
 		return NULL;

@@ -62,6 +62,7 @@ static const struct hfi1_tid_platform_ops demo_platform = {
 	.dma_unmap = demo_dma_unmap,
 	.wait_kmem = demo_wait_kmem,
 	.random_u32 = demo_random_u32,
+	.queue_tid_send = demo_queue_trigger,
 };
 
 int hfi1_tid_lockdep_demo(void)

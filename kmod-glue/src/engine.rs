@@ -51,7 +51,7 @@ use crate::qp::with_held_s_lock;
 pub struct Rcd(RcvCtxt<KernelPlatform>);
 
 impl Rcd {
-    fn ctx(&self) -> &RcvCtxt<KernelPlatform> {
+    pub(crate) fn ctx(&self) -> &RcvCtxt<KernelPlatform> {
         &self.0
     }
 }

@@ -13,6 +13,14 @@ pub const EAGAIN: i32 = 11;
 pub const ENOMEM: i32 = 12;
 /// Kernel: `EBUSY`.
 pub const EBUSY: i32 = 16;
+/// Kernel: `ENOSPC`.
+pub const ENOSPC: i32 = 28;
+/// Kernel: `EPROTO`.
+pub const EPROTO: i32 = 71;
+/// Kernel: `EBADMSG`.
+pub const EBADMSG: i32 = 74;
+/// Kernel: `EMSGSIZE`.
+pub const EMSGSIZE: i32 = 90;
 
 /// An error on its way to C: holds the positive errno.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +35,14 @@ impl Errno {
     pub const NOMEM: Self = Self(ENOMEM);
     /// The object is still in use.
     pub const BUSY: Self = Self(EBUSY);
+    /// No room: the send queue is full.
+    pub const NOSPC: Self = Self(ENOSPC);
+    /// A packet of another kind than the entry handles.
+    pub const PROTO: Self = Self(EPROTO);
+    /// A packet that does not parse.
+    pub const BADMSG: Self = Self(EBADMSG);
+    /// A packet that could not be built into the buffer.
+    pub const MSGSIZE: Self = Self(EMSGSIZE);
 
     /// The value a C function returns: `-errno`.
     pub const fn to_neg(self) -> i32 {

@@ -27,6 +27,7 @@
 //! | the trigger work's send engine | `do_send` | `hfi1_do_send()` (no lock held) |
 //! | `DmaMap` | `dma_map`, `dma_unmap` | `dma_map_page()` / `dma_unmap_page()` |
 //! | `MemoryWait` | `wait_kmem` | `hfi1_wait_kmem()` |
+//! | `TidScheduler::schedule_tid_send` | `queue_tid_send` | `queue_work_on()` of the QP's second-leg work (`hfi1_schedule_tid_send()`); `false` = already pending |
 //! | `RandomSource` | `random_u32` | `get_random_u32()` (the driver's `prandom_u32()`) |
 //! | `Memory` | the global allocator | `kmalloc()` with `GFP_ATOMIC` when the caller cannot sleep |
 //!
@@ -49,10 +50,11 @@ use alloc::boxed::Box;
 use hfi1_hal::lock_order::{LockClass, RawSpinLock};
 use hfi1_hal::services::{
     AllocContext, DmaError, DmaMap, InitInPlace, Memory, MemoryWait, NoMemory, QpRef, RandomSource,
-    Scheduler,
+    Scheduler, TidScheduler,
 };
 use qp_wait::{DevCounters, Qp, SFlags, WaitPlatform};
-use tid_flow::{FlowPlatform, QpFlowState};
+use tid_flow::FlowPlatform;
+use tid_read_proto::qp::TidQp;
 
 use crate::errno::Errno;
 use crate::platform::KernelChip;
@@ -119,6 +121,9 @@ pub struct PlatformOps {
     pub wait_kmem: Option<WaitKmemFn>,
     /// A random number.
     pub random_u32: Option<RandomFn>,
+    /// Queues a QP's second-leg work on a CPU (s_lock held; no reference
+    /// changes hands: the QP's destroy cancels the work).
+    pub queue_tid_send: Option<QueueTriggerFn>,
 }
 
 /// The checked table: every callback present.
@@ -137,6 +142,7 @@ struct Ops {
     dma_unmap: DmaUnmapFn,
     wait_kmem: WaitKmemFn,
     random_u32: RandomFn,
+    queue_tid_send: QueueTriggerFn,
 }
 
 impl Ops {
@@ -155,6 +161,7 @@ impl Ops {
             dma_unmap: o.dma_unmap?,
             wait_kmem: o.wait_kmem?,
             random_u32: o.random_u32?,
+            queue_tid_send: o.queue_tid_send?,
         })
     }
 }
@@ -308,6 +315,19 @@ pub(crate) fn live_dec() {
     LIVE.fetch_sub(1, Ordering::AcqRel);
 }
 
+/// An uninitialised `Box<T>`, or `None` when the allocator fails.
+pub fn try_box_uninit<T>() -> Option<Box<MaybeUninit<T>>> {
+    let layout = core::alloc::Layout::new::<T>();
+    if layout.size() == 0 {
+        return Some(Box::new(MaybeUninit::uninit()));
+    }
+    // SAFETY: the layout has a non-zero size.
+    let p = unsafe { alloc::alloc::alloc(layout) }.cast::<MaybeUninit<T>>();
+    // SAFETY: a fresh allocation with `T`'s layout, which
+    // `MaybeUninit<T>` shares; uninitialised contents are valid for it.
+    NonNull::new(p).map(|p| unsafe { Box::from_raw(p.as_ptr()) })
+}
+
 /// `Box::new` that reports allocation failure instead of aborting.
 pub fn try_box<T>(value: T) -> Option<Box<T>> {
     let layout = core::alloc::Layout::new::<T>();
@@ -452,19 +472,6 @@ unsafe impl RawSpinLock for KernelSpinLock {
 #[derive(Debug)]
 pub enum KernelPlatform {}
 
-/// A QP's state under its `s_lock`, besides its flags.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct KQpExt {
-    /// The hardware-flow state. Kernel: `priv->flow_state`.
-    pub flow: QpFlowState,
-}
-
-impl AsMut<QpFlowState> for KQpExt {
-    fn as_mut(&mut self) -> &mut QpFlowState {
-        &mut self.flow
-    }
-}
-
 /// A QP as the engine sees it, with the C QP it belongs to.
 pub struct KQp {
     /// The engine's view.
@@ -601,6 +608,13 @@ impl Scheduler<KRef> for KSched {
     }
 }
 
+impl TidScheduler<KRef> for KSched {
+    fn schedule_tid_send(&self, cpu: u32, qp: &KRef) -> bool {
+        // SAFETY: the reference keeps the QP alive for the call.
+        unsafe { (self.0.ops.queue_tid_send)(qp.cookie(), cpu) }
+    }
+}
+
 impl MemoryWait<KRef> for KSched {
     fn wait_kmem(&self, qp: &KRef, s_flags: &mut SFlags) {
         // `SFlags` is `repr(transparent)` over the `u32` word.
@@ -698,7 +712,9 @@ impl RandomSource for KRandom {
 
 impl WaitPlatform for KernelPlatform {
     type Lock = KernelSpinLock;
-    type Ext = KQpExt;
+    /// The QP's whole protocol state (flow, connection, both roles), as
+    /// the driver keeps it in `rvt_qp` and `hfi1_qp_priv`.
+    type Ext = TidQp<KernelPlatform>;
     type Ref = KRef;
     type Sched = KSched;
 }

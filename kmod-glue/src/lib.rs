@@ -85,6 +85,8 @@ pub mod kplat;
 pub mod lockdep_demo;
 pub mod platform;
 #[cfg(feature = "engine")]
+pub mod proto;
+#[cfg(feature = "engine")]
 pub mod qp;
 #[cfg(feature = "selftest")]
 pub mod readtest;

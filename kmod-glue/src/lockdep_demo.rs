@@ -251,6 +251,7 @@ mod tests {
                 dma_unmap: Some(unmap),
                 wait_kmem: Some(kmem),
                 random_u32: Some(random),
+                queue_tid_send: Some(trigger),
             };
             // SAFETY: the callbacks are plain functions, callable until the
             // end of the program.

@@ -21,6 +21,9 @@ use kmod_glue::platform::ChipOps;
 use kmod_glue::qp::*;
 use kmod_glue::waittest::*;
 
+#[path = "engine_host/proto.rs"]
+mod proto;
+
 const EAGAIN: i32 = -11;
 const EINVAL: i32 = -22;
 const EBUSY: i32 = -16;
@@ -142,6 +145,19 @@ unsafe extern "C" fn queue_trigger(p: *mut c_void, _cpu: u32) -> bool {
     true
 }
 
+/// Second-leg work queued: (QP cookie, already pending?) as the test's
+/// "work queue" sees it.
+static TID_SENDS: Mutex<VecDeque<usize>> = Mutex::new(VecDeque::new());
+
+unsafe extern "C" fn queue_tid_send(p: *mut c_void, _cpu: u32) -> bool {
+    let mut q = TID_SENDS.lock().unwrap();
+    if q.contains(&(p as usize)) {
+        return false;
+    }
+    q.push_back(p as usize);
+    true
+}
+
 unsafe extern "C" fn send(p: *mut c_void) {
     // SAFETY: live cookie.
     unsafe { tqp(p) }.sends.fetch_add(1, Ordering::Relaxed);
@@ -185,6 +201,15 @@ unsafe extern "C" fn read_flow(_c: *mut c_void, f: u32) -> u64 {
 }
 
 fn new_qp(i: u32) -> *mut TQp {
+    new_qp_inner(0x100 + i, i, std::ptr::null())
+}
+
+/// A QP with a connection, for the protocol's entry points.
+fn new_qp_with(qpn: u32, slot: u32, conn: &kmod_glue::proto::ConnC) -> *mut TQp {
+    new_qp_inner(qpn, slot, conn)
+}
+
+fn new_qp_inner(qpn: u32, slot: u32, conn: *const kmod_glue::proto::ConnC) -> *mut TQp {
     let q = Box::into_raw(Box::new(TQp {
         lock: AtomicU32::new(0),
         refs: AtomicUsize::new(1),
@@ -194,7 +219,7 @@ fn new_qp(i: u32) -> *mut TQp {
     }));
     // SAFETY: `q` is live and leaked; its lock word outlives the handle.
     unsafe {
-        let h = hfi1_tid_qp_create(q.cast(), 0x100 + i, i, 0, (&raw mut (*q).lock).cast());
+        let h = hfi1_tid_qp_create(q.cast(), qpn, slot, 0, (&raw mut (*q).lock).cast(), conn);
         assert!(!h.is_null());
         (*q).h = h;
     }
@@ -243,6 +268,7 @@ fn engine_through_the_c_abi() {
         dma_unmap: Some(dma_unmap),
         wait_kmem: Some(wait_kmem),
         random_u32: Some(random),
+        queue_tid_send: Some(queue_tid_send),
     };
     let chip = ChipOps {
         put_tid: Some(put_tid),
@@ -422,6 +448,7 @@ fn engine_through_the_c_abi() {
             .all(|n| n == "hfi1_tid_rcd_exp_lock")
     );
     read_between_two_engines();
+    proto::read_and_write_through_the_c_abi();
     assert_eq!(hfi1_tid_live_objects(), 0);
     assert_eq!(hfi1_tid_platform_unregister(), 0);
     println!(

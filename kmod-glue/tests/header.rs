@@ -60,6 +60,11 @@ const STRUCTS: &[(&str, &str)] = &[
     ("DrvOps", "hfi1_tid_drv_ops"),
     ("DrvQpView", "hfi1_tid_drv_qp"),
     ("DrvRcdView", "hfi1_tid_drv_rcd"),
+    ("ConnC", "hfi1_tid_conn"),
+    ("WrC", "hfi1_tid_wr"),
+    ("WcC", "hfi1_tid_wc"),
+    ("VerbsOps", "hfi1_tid_verbs_ops"),
+    ("IoC", "hfi1_tid_io"),
 ];
 
 /// The driver's structures the ABI points to: the layout mirror's Rust
@@ -146,7 +151,13 @@ fn rust_param(p: &str) -> (String, String) {
 /// Parses C prototypes `ret name(params);` whose name starts with
 /// `prefix`, and function-pointer members `ret (*name)(params);`.
 fn parse_c(src: &str, prefix: &str) -> (BTreeMap<String, Sig>, BTreeMap<String, Sig>) {
-    let flat = squash(&strip_comments(src, true));
+    // Preprocessor lines end at their newline, which `squash` loses.
+    let code: String = strip_comments(src, true)
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let flat = squash(&code);
     let mut funcs = BTreeMap::new();
     let mut members = BTreeMap::new();
     for stmt in flat.split(';') {

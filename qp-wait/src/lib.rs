@@ -266,6 +266,34 @@ impl<P: WaitPlatform> Qp<P> {
         }
     }
 
+    /// [`Qp::new`] in place, for a state too large to build on a kernel
+    /// stack: writes the QP at `p` with `raw` as its `s_lock` and returns
+    /// where the state the lock guards goes, for the caller to write.
+    ///
+    /// # Safety
+    ///
+    /// `p` is valid for writes of one QP and aligned, and the caller writes
+    /// a valid state at the returned pointer before the QP is used, moved
+    /// or dropped.
+    #[cfg(not(loom))]
+    pub unsafe fn init_at(
+        p: *mut Self,
+        qpn: u32,
+        slot: u32,
+        cpu: u32,
+        raw: P::Lock,
+    ) -> *mut SendState<P::Ext> {
+        // SAFETY: `p` is valid for writes (the caller's promise), each
+        // field written once through its own place; the lock's data is
+        // the caller's to write.
+        unsafe {
+            (&raw mut (*p).qpn).write(qpn);
+            (&raw mut (*p).slot).write(slot);
+            (&raw mut (*p).cpu).write(cpu);
+            Lock::init_at(&raw mut (*p).s_lock, raw)
+        }
+    }
+
     /// The QP number.
     pub fn qpn(&self) -> u32 {
         self.qpn

@@ -286,7 +286,11 @@ unsafe impl InitInPlace for FlowRing {
 
 /// One local scatter-gather element (page aligned, a page multiple, as
 /// TID RDMA qualification requires). Kernel: `struct rvt_sge`.
+///
+/// `repr(C)`: a C caller's scatter list (`struct hfi1_tid_sge` of
+/// kmod-glue's header) is read as these without a copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C)]
 pub struct Sge {
     /// Virtual (in the sim: physical) address of the first byte.
     pub vaddr: u64,

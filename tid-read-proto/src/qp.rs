@@ -19,6 +19,7 @@
 //! |---|---|---|
 //! | [`send_engine`] | nothing (root token) | the QP's `s_lock`, then `exp_lock` |
 //! | [`post_read`] | the QP's `s_lock` (guard) | `exp_lock` if the post errors the QP |
+//! | [`requests_locked`] | the QP's `s_lock` (guard) | `exp_lock` |
 //! | [`receive_read_resp`], [`receive_ack`], [`receive_read_response`], [`timeout`], [`rnr_timeout`], [`flush`] | the QP's `s_lock` (guard) | `exp_lock` |
 //! | [`receive_read_req`], [`receive_plain_read`], [`send_responses`] | the QP's `s_lock` (guard) | nothing |
 //! | [`receive_write_req`], [`receive_write_data`], [`receive_write_data_error`], [`receive_resync`], [`reap_timeout`] | the QP's `r_lock` (its token) | the QP's `s_lock`, then `exp_lock` |
@@ -781,9 +782,32 @@ where
     P: FlowPlatform<Ext = TidQp<P>>,
 {
     let mut g = qp.s_lock.lock(root);
-    with_requester(rcd, qp, &mut g, |r, env| {
-        r.send_requests_with(env, sink, src)
-    })
+    requests_locked(rcd, qp, &mut g, sink, src)
+}
+
+/// The first leg's packets with the QP's `s_lock` already held, as the
+/// driver's send engine calls `hfi1_make_rc_req()`: every request packet
+/// it can build ([`Requester::send_requests_with`]; `src` gives plain RDMA
+/// WRITE payloads).
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` through `tid-flow`.
+///
+/// # Errors
+///
+/// As [`Requester::send_requests_with`].
+pub fn requests_locked<P>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    sink: &mut impl PacketSink,
+    src: &dyn SourceData,
+) -> Result<(), EngineError>
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
+    with_requester(rcd, qp, g, |r, env| r.send_requests_with(env, sink, src))
 }
 
 /// Receives a WRITE_RESP: [`Requester::receive_write_resp`].
