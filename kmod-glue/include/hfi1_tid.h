@@ -350,8 +350,9 @@ int hfi1_tid_trigger_resume(struct hfi1_tid_qp *qp);
  *     make_tid_ack (make_tid_rdma_ack), poll, qp_reset (rvt_reset_qp);
  *   r_lock held (asserted), s_lock taken: rcv_read_req, rcv_write_req,
  *     rcv_read_resp, rcv_rc_resp (rc_rcv_resp), rcv_write_resp,
- *     rcv_write_data, rcv_tid_ack (hfi1_rc_rcv_tid_rdma_*);
- *   nothing held: kdeth_eflags (hfi1_handle_kdeth_eflags, READ half;
+ *     rcv_write_data, rcv_tid_ack, rcv_resync (hfi1_rc_rcv_tid_rdma_*),
+ *     reap_timeout (hfi1_tid_timeout);
+ *   nothing held: kdeth_eflags (hfi1_handle_kdeth_eflags, both halves;
  *     takes r_lock, s_lock), do_tid_send (hfi1_do_tid_send, the second
  *     leg's work; takes s_lock per packet).
  * Every entry that takes s_lock takes exp_lock inside it where needed.
@@ -374,7 +375,12 @@ int hfi1_tid_rcv_read_resp(const struct hfi1_tid_rcd *rcd,
 			   struct hfi1_tid_qp *qp, void *r_lock, const u8 *pkt,
 			   u32 len);
 int hfi1_tid_kdeth_eflags(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
-			  void *r_lock, const u8 *pkt, u32 len, u32 rte);
+			  void *r_lock, const struct hfi1_tid_io *io,
+			  const u8 *pkt, u32 len, u32 rte);
+int hfi1_tid_rcv_resync(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+			void *r_lock, const u8 *pkt, u32 len);
+int hfi1_tid_reap_timeout(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
+			  void *r_lock, const struct hfi1_tid_io *io);
 int hfi1_tid_rcv_rc_resp(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
 			 void *r_lock, const struct hfi1_tid_io *io,
 			 const u8 *pkt, u32 len);

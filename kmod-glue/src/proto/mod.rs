@@ -30,7 +30,9 @@
 //! | [`hfi1_tid_rcv_write_req`] | `hfi1_rc_rcv_tid_rdma_write_req()` | `r_lock` | `s_lock`, `exp_lock` |
 //! | [`hfi1_tid_make_resp`] | `make_rc_ack()` (`hfi1_build_tid_rdma_read_resp()`, `_write_resp()`) | `s_lock` | `exp_lock` |
 //! | [`hfi1_tid_rcv_read_resp`] | `hfi1_rc_rcv_tid_rdma_read_resp()` | `r_lock` | `s_lock`, `exp_lock` |
-//! | [`hfi1_tid_kdeth_eflags`] | `hfi1_handle_kdeth_eflags()` (READ half) | none | `r_lock`, `s_lock`, `exp_lock` |
+//! | [`hfi1_tid_kdeth_eflags`] | `hfi1_handle_kdeth_eflags()` (READ and WRITE halves) | none | `r_lock`, `s_lock`, `exp_lock` |
+//! | [`hfi1_tid_rcv_resync`] | `hfi1_rc_rcv_tid_rdma_resync()` | `r_lock` | `s_lock`, `exp_lock` |
+//! | [`hfi1_tid_reap_timeout`] | `hfi1_tid_timeout()` | `r_lock` | `s_lock`, `exp_lock` |
 //! | [`hfi1_tid_rcv_rc_resp`] | `rc_rcv_resp()` (ACK, NAK, plain READ response) | `r_lock` | `s_lock`, `exp_lock` |
 //! | [`hfi1_tid_rcv_write_resp`] | `hfi1_rc_rcv_tid_rdma_write_resp()` | `r_lock` | `s_lock`, `exp_lock` |
 //! | [`hfi1_tid_rcv_write_data`] | `hfi1_rc_rcv_tid_rdma_write_data()` | `r_lock` | `s_lock`, `exp_lock` |
@@ -42,10 +44,6 @@
 //! | [`hfi1_tid_make_tid_ack`] | `make_tid_rdma_ack()` | `s_lock` | `exp_lock` |
 //! | [`hfi1_tid_poll`] | the send completion (`hfi1_send_complete()`) | `s_lock` | — |
 //! | [`hfi1_tid_qp_reset`] | `rvt_reset_qp()` → `hfi1_qp_kern_exp_rcv_clear_all()` and the flow's and wait's release | `s_lock` | `exp_lock` |
-//!
-//! Not here yet: the responder's KDETH error path and RESYNC receive
-//! (`hfi1_handle_kdeth_eflags()` WRITE half, `hfi1_rc_rcv_tid_rdma_resync()`),
-//! which `tid-read-proto` does not have.
 
 use core::ffi::c_void;
 
@@ -63,7 +61,7 @@ use tid_read_proto::responder::ReqVerdict;
 use tid_read_proto::wire::{frame, tid_ack, write_data, write_req, write_resp};
 use tid_read_proto::write::WriteRegions;
 use tid_read_proto::write::requester::{TidAckVerdict, WriteRespVerdict, WriteWr};
-use tid_read_proto::write::responder::{DataVerdict, WriteReqVerdict};
+use tid_read_proto::write::responder::{DataVerdict, ResyncVerdict, WriteReqVerdict};
 
 use crate::engine::{Rcd, SgeC};
 use crate::errno::Errno;
@@ -403,7 +401,8 @@ pub enum Rcv {
     /// Dropped or ignored (stale, duplicate, out of state).
     /// `HFI1_TID_RCV_DROPPED`.
     Dropped = 1,
-    /// A NAK, RNR NAK or restart follows. `HFI1_TID_RCV_RESTART`.
+    /// A NAK, an RNR NAK, a resend or a restart follows.
+    /// `HFI1_TID_RCV_RESTART`.
     Restart = 2,
     /// The QP went to the error state. `HFI1_TID_RCV_QP_ERROR`.
     QpError = 3,

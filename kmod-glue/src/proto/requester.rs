@@ -142,17 +142,18 @@ pub unsafe extern "C" fn hfi1_tid_rcv_read_resp(
     unsafe { read_resp(rcd, qp, r_lock, pkt, len, RLockIs::Held, None) }
 }
 
-/// The KDETH error path for a TID READ_RESP the chip flagged: `rte` is
-/// the receive-type error (1: TID, 2: flow sequence, 3: flow generation).
-/// An `HFI1_TID_RCV_*` outcome or `-errno` (`-EPROTO` for any other
-/// packet: the WRITE half is not built).
+/// The KDETH error path for a packet the chip flagged: a TID READ_RESP
+/// at the requester, or a WRITE_DATA / WRITE_DATA_LAST at the responder
+/// (whose regions `io` gives). `rte` is the receive-type error (1: TID,
+/// 2: flow sequence, 3: flow generation). An `HFI1_TID_RCV_*` outcome or
+/// `-errno` (`-EPROTO` for any other packet).
 ///
-/// Kernel: `hfi1_handle_kdeth_eflags()` (READ half).
+/// Kernel: `hfi1_handle_kdeth_eflags()`.
 ///
 /// # Safety
 ///
-/// `rcd`, `qp` live or null; `r_lock` the QP's, initialised; `pkt` valid
-/// for `len` bytes.
+/// `rcd`, `qp` live or null; `r_lock` the QP's, initialised; `io` as for
+/// [`hfi1_tid_make_req`]; `pkt` valid for `len` bytes.
 ///
 /// # Locking
 ///
@@ -163,6 +164,7 @@ pub unsafe extern "C" fn hfi1_tid_kdeth_eflags(
     rcd: *const Rcd,
     qp: *mut KQp,
     r_lock: *mut c_void,
+    io: *const IoC,
     pkt: *const u8,
     len: u32,
     rte: u32,
@@ -174,7 +176,22 @@ pub unsafe extern "C" fn hfi1_tid_kdeth_eflags(
         _ => return Errno::INVAL.to_neg(),
     };
     // SAFETY: forwarded from the caller.
-    unsafe { read_resp(rcd, qp, r_lock, pkt, len, RLockIs::Taken, Some(e)) }
+    let Some(b) = (unsafe { bytes(pkt, len) }) else {
+        return Errno::INVAL.to_neg();
+    };
+    let write = frame::parse(b).is_ok_and(|f| {
+        matches!(
+            f.bth.opcode,
+            hfi1_hal::consts::OP_TID_RDMA_WRITE_DATA | OP_TID_RDMA_WRITE_DATA_LAST
+        )
+    });
+    if write {
+        // SAFETY: forwarded from the caller.
+        unsafe { write_data(rcd, qp, r_lock, io, pkt, len, RLockIs::Taken, Some(e)) }
+    } else {
+        // SAFETY: forwarded from the caller.
+        unsafe { read_resp(rcd, qp, r_lock, pkt, len, RLockIs::Taken, Some(e)) }
+    }
 }
 
 /// Both READ_RESP entries, `r_lock` held.

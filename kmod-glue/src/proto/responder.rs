@@ -97,6 +97,7 @@ pub unsafe extern "C" fn hfi1_tid_rcv_write_req(
             Ok(
                 match qp::receive_write_req(rcd, q, r, f.bth.psn, &h, &wmrs) {
                     WriteReqVerdict::Accepted | WriteReqVerdict::Revived => Rcv::Done,
+                    WriteReqVerdict::Duplicate => Rcv::Restart,
                     WriteReqVerdict::Refused(Some(_)) => Rcv::Restart,
                     WriteReqVerdict::Dropped | WriteReqVerdict::Refused(None) => Rcv::Dropped,
                 },
@@ -165,12 +166,33 @@ pub unsafe extern "C" fn hfi1_tid_rcv_write_data(
     len: u32,
 ) -> i32 {
     // SAFETY: forwarded from the caller.
+    unsafe { write_data(rcd, qp, r_lock, io, pkt, len, RLockIs::Held, None) }
+}
+
+/// Both WRITE_DATA entries: the ordinary receive, or with the chip's
+/// `error` the KDETH error path.
+///
+/// # Safety
+///
+/// As [`hfi1_tid_rcv_write_data`]; `r_lock` held if `how` says so.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn write_data(
+    rcd: *const Rcd,
+    qp: *mut KQp,
+    r_lock: *mut c_void,
+    io: *const IoC,
+    pkt: *const u8,
+    len: u32,
+    how: RLockIs,
+    error: Option<KdethError>,
+) -> i32 {
+    // SAFETY: forwarded from the caller.
     let Some((wmrs, _)) = (unsafe { split_io(io) }) else {
         return Errno::INVAL.to_neg();
     };
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_frame(rcd, qp, r_lock, pkt, len, RLockIs::Held, |rcd, q, r, f| {
+        on_frame(rcd, qp, r_lock, pkt, len, how, |rcd, q, r, f| {
             let last = match f.bth.opcode {
                 OP_TID_RDMA_WRITE_DATA_LAST => true,
                 hfi1_hal::consts::OP_TID_RDMA_WRITE_DATA => false,
@@ -179,13 +201,86 @@ pub unsafe extern "C" fn hfi1_tid_rcv_write_data(
             let p = write_data::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
             write_data::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
             let psn = FlowPsn::from_raw(f.bth.psn.get());
-            Ok(match qp::receive_write_data(rcd, q, r, psn, last, &wmrs) {
+            let v = match error {
+                None => qp::receive_write_data(rcd, q, r, psn, last, &wmrs),
+                Some(e) => qp::receive_write_data_error(rcd, q, r, (psn, last), e, &wmrs),
+            };
+            Ok(match v {
                 DataVerdict::SegmentDone | DataVerdict::RequestDone | DataVerdict::InSequence => {
                     Rcv::Done
                 }
                 DataVerdict::Nak => Rcv::Restart,
                 DataVerdict::Dropped => Rcv::Dropped,
             })
+        })
+    }
+}
+
+/// The responder receives a RESYNC: its flow moves to the generation the
+/// RESYNC names and a RESYNC ACK becomes owed ([`hfi1_tid_make_tid_ack`]).
+///
+/// Kernel: `hfi1_rc_rcv_tid_rdma_resync()`.
+///
+/// # Safety
+///
+/// `rcd`, `qp` live or null; `r_lock` the QP's; `pkt` valid for `len`.
+///
+/// # Locking
+///
+/// `qp->r_lock` held (asserted); takes `qp->s_lock`, then `exp_lock`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfi1_tid_rcv_resync(
+    rcd: *const Rcd,
+    qp: *mut KQp,
+    r_lock: *mut c_void,
+    pkt: *const u8,
+    len: u32,
+) -> i32 {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        on_frame(rcd, qp, r_lock, pkt, len, RLockIs::Held, |rcd, q, r, f| {
+            if f.bth.opcode != hfi1_hal::consts::OP_TID_RDMA_RESYNC {
+                return Err(Errno::PROTO);
+            }
+            let psn = FlowPsn::from_raw(f.bth.psn.get());
+            Ok(match qp::receive_resync(rcd, q, r, psn) {
+                ResyncVerdict::Resynced => Rcv::Done,
+                ResyncVerdict::Ignored | ResyncVerdict::Dropped => Rcv::Dropped,
+            })
+        })
+    }
+}
+
+/// The reap timer expired: a TID WRITE whose data never came gives its
+/// flow, TIDs and region references back and the QP goes to the error
+/// state. 1 if it acted, 0 if not.
+///
+/// Kernel: `hfi1_tid_timeout()`.
+///
+/// # Safety
+///
+/// `rcd`, `qp` live or null; `r_lock` the QP's; `io` as for
+/// [`hfi1_tid_make_req`].
+///
+/// # Locking
+///
+/// `qp->r_lock` held (asserted), as the kernel's handler takes it; takes
+/// `qp->s_lock`, then `exp_lock`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hfi1_tid_reap_timeout(
+    rcd: *const Rcd,
+    qp: *mut KQp,
+    r_lock: *mut c_void,
+    io: *const IoC,
+) -> i32 {
+    // SAFETY: forwarded from the caller.
+    let (Some(rcd), Some((wmrs, _))) = (unsafe { rcd_of(rcd) }, unsafe { split_io(io) }) else {
+        return Errno::INVAL.to_neg();
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        with_held_r_lock(qp, r_lock, |q, r| {
+            i32::from(qp::reap_timeout(rcd, q, r, &wmrs))
         })
     }
 }

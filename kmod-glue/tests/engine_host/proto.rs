@@ -338,7 +338,7 @@ fn to_a(a: &'static Node, p: &[u8]) {
             ) {
                 None => return,
                 // SAFETY: live handles, the frame's bytes, no lock held.
-                Some(Some(e)) => unsafe { hfi1_tid_kdeth_eflags(rcd, h, r, ptr, len, rte(e)) },
+                Some(Some(e)) => unsafe { hfi1_tid_kdeth_eflags(rcd, h, r, &io, ptr, len, rte(e)) },
                 Some(None) => a.with_r_lock(|| {
                     // SAFETY: as above, r_lock held.
                     unsafe { hfi1_tid_rcv_read_resp(rcd, h, r, ptr, len) }
@@ -469,6 +469,10 @@ pub fn read_and_write_through_the_c_abi() {
     let bad =
         a.with_r_lock(|| unsafe { hfi1_tid_rcv_read_resp(rcd, h, rl, [1u8, 2, 3].as_ptr(), 3) });
     assert_eq!(bad, -74, "-EBADMSG");
+    let io = a.io();
+    // SAFETY: live handles, no lock held; an unknown error code.
+    let bad = unsafe { hfi1_tid_kdeth_eflags(rcd, h, rl, &io, [0u8; 4].as_ptr(), 4, 0) };
+    assert_eq!(bad, -22, "-EINVAL");
     for n in [a, b] {
         let io = n.io();
         with_s_lock(n.qp, || {
