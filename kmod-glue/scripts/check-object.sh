@@ -78,8 +78,10 @@ fi
 
 # Stack frames: the sum of each function's `sub $N,%rsp` (a frame above a
 # page is allocated a page at a time, unrolled or in a probe loop whose
-# bound is set with `sub $N,%r11`). Summing over all paths overestimates a
-# function with several exits; that errs on the safe side.
+# bound is set with `mov %rsp,%r11; sub $N,%r11`: only that pair counts,
+# not arithmetic the compiler happens to do in %r11). Summing over all
+# paths overestimates a function with several exits; that errs on the
+# safe side.
 FRAME_LIMIT=${FRAME_LIMIT:-4096}
 frames=""
 declare -A fmax=()
@@ -91,8 +93,9 @@ done < <(objdump -d --no-show-raw-insn "$obj" | awk '
     /^[0-9a-f]+ <.*>:$/ { fn = $2; gsub(/[<>:]/, "", fn) }
     /sub +\$0x[0-9a-f]+,%r(sp|11)$/ {
         n = $0; sub(/.*\$0x/, "", n); r = n; sub(/,.*/, "", n); sub(/.*%/, "", r)
-        print fn, n, r
-    }')
+        if (r == "rsp" || prev ~ /mov +%rsp,%r11$/) print fn, n, r
+    }
+    { prev = $0 }')
 for fn in "${!fmax[@]}"; do
     v=${fmax[$fn]}
     if [ "$v" = probe ] || [ "$v" -gt "$FRAME_LIMIT" ]; then

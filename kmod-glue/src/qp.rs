@@ -20,6 +20,7 @@ use alloc::boxed::Box;
 use hfi1_hal::Psn;
 use hfi1_hal::lock_order::{Lock, LockToken, RLock};
 use qp_wait::{Qp, SGuard, SendState};
+use tid_flow::FlowPlatform;
 use tid_read_proto::qp::TidQp;
 use tid_read_proto::rc::{Connection, QpState};
 use tid_read_proto::requester::Requester;
@@ -164,9 +165,12 @@ pub(crate) unsafe fn with_r_lock_taken(
 /// # Safety
 ///
 /// `p` is valid for writes of one `SendState` and aligned.
-unsafe fn init_send_state(p: *mut SendState<TidQp<KernelPlatform>>, conn: Connection, psn: Psn) {
+pub(crate) unsafe fn init_send_state<P>(p: *mut SendState<TidQp<P>>, conn: Connection, psn: Psn)
+where
+    P: FlowPlatform<Ext = TidQp<P>>,
+{
     #[inline(never)]
-    unsafe fn requester(p: *mut Requester<KernelPlatform>, conn: &Connection, psn: Psn) {
+    unsafe fn requester<P: FlowPlatform>(p: *mut Requester<P>, conn: &Connection, psn: Psn) {
         // SAFETY: forwarded from the caller.
         unsafe { p.write(Requester::new(conn, psn)) }
     }
@@ -176,13 +180,13 @@ unsafe fn init_send_state(p: *mut SendState<TidQp<KernelPlatform>>, conn: Connec
         unsafe { p.write(Responder::new(psn)) }
     }
     #[inline(never)]
-    unsafe fn write_responder(p: *mut WriteResponder<KernelPlatform>) {
+    unsafe fn write_responder<P: FlowPlatform>(p: *mut WriteResponder<P>) {
         // SAFETY: forwarded from the caller.
         unsafe { p.write(WriteResponder::new()) }
     }
     // Every field of `TidQp` is written below: this pattern stops
     // compiling when one is added.
-    let _ = |t: TidQp<KernelPlatform>| {
+    let _ = |t: TidQp<P>| {
         let TidQp {
             flow: _,
             conn: _,

@@ -36,12 +36,13 @@ use hfi1_hal::lock_order::{EXP_LOCK_CLASS, LockToken, S_LOCK_CLASS, Unlocked};
 use hfi1_hal::sim::{SimContext, SimDma, SimRef, SimScheduler};
 use qp_wait::{DevCounters, Qp};
 use tid_flow::{CtxtParts, RcvCtxt};
-use tid_harness::world::{self, Arrival, AtResponder, Done, Node, Setup, TwoNodes};
+use tid_harness::world::{Arrival, AtResponder, Done, Node, Setup, TwoNodes};
 use tid_read_proto::qp::TidQp;
 use tid_read_proto::rc::{Connection, WcStatus};
 
 use crate::errno::Errno;
 use crate::kplat::{KMem, KRandom, KernelSpinLock, kernel, try_box};
+use crate::qp::init_send_state;
 
 /// QP pairs.
 pub const QPS: usize = 4;
@@ -73,10 +74,19 @@ type RQp = SimRef<Qp<ReadPlatform>>;
 
 impl Node for ReadPlatform {
     /// A QP whose `s_lock` is a kernel spinlock of the QP `s_lock` class
-    /// (it needs the registered kernel).
+    /// (it needs the registered kernel), built in its allocation as the
+    /// engine's own QPs are: by value it would take more than a page of
+    /// kernel stack.
     fn new_qp(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> Option<RQp> {
         let raw = KernelSpinLock::try_new(kernel()?, &S_LOCK_CLASS).ok()?;
-        Some(world::new_qp_with(raw, qpn, slot, cpu, conn, psn))
+        // SAFETY: the closure writes the whole QP: its numbers and lock
+        // (`Qp::init_at`), then every field of its state.
+        Some(unsafe {
+            SimRef::new_in_place(|q| {
+                let st = Qp::init_at(q, qpn, slot, cpu, raw);
+                init_send_state(st, conn, psn);
+            })
+        })
     }
 
     /// A context on its own software chip, `kmalloc`ed, with generations

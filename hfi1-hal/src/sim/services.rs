@@ -100,6 +100,30 @@ impl<T> SimRef<T> {
         }
     }
 
+    /// [`SimRef::new`] in place, for an object too large for a kernel
+    /// stack (a QP with its protocol state): `init` writes it at the
+    /// pointer it is given.
+    ///
+    /// # Safety
+    ///
+    /// `init` writes a valid `T` at the pointer before it returns.
+    pub unsafe fn new_in_place(init: impl FnOnce(*mut T)) -> Self {
+        let mut a = Arc::<RefInner<T>>::new_uninit();
+        if let Some(slot) = Arc::get_mut(&mut a) {
+            let p = slot.as_mut_ptr();
+            // SAFETY: `p` is the fresh, unshared allocation; each field is
+            // written once, `value` by `init` (the caller's promise).
+            unsafe {
+                (&raw mut (*p).live).write(AtomicUsize::new(1));
+                init(&raw mut (*p).value);
+            }
+        }
+        // SAFETY: a fresh `Arc` is unique, so `get_mut` gave the slot and
+        // both fields were written above.
+        let inner = unsafe { a.assume_init() };
+        Self { inner }
+    }
+
     /// References alive now, this one included.
     pub fn live_refs(&self) -> usize {
         self.inner.live.load(Ordering::Acquire)
