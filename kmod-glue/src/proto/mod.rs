@@ -492,6 +492,34 @@ unsafe fn on_frame(
     }
 }
 
+/// [`on_frame`] for a packet handler of one opcode, called with `r_lock`
+/// held: `-EPROTO` for a frame of another.
+///
+/// # Safety
+///
+/// As [`on_frame`], `r_lock` held.
+unsafe fn on_opcode(
+    (rcd, qp, r_lock): (*const Rcd, *mut KQp, *mut c_void),
+    (pkt, len): (*const u8, u32),
+    opcode: u8,
+    f: impl FnOnce(
+        &tid_flow::RcvCtxt<KernelPlatform>,
+        &KRef,
+        &mut LockToken<'_, RLock>,
+        &frame::Frame<'_>,
+    ) -> Result<Rcv, Errno>,
+) -> i32 {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        on_frame(rcd, qp, r_lock, pkt, len, RLockIs::Held, |rcd, q, r, fr| {
+            if fr.bth.opcode != opcode {
+                return Err(Errno::PROTO);
+            }
+            f(rcd, q, r, fr)
+        })
+    }
+}
+
 fn rcv_ret(r: Result<Rcv, Errno>) -> i32 {
     match r {
         Ok(v) => v as i32,

@@ -311,21 +311,23 @@ pub unsafe extern "C" fn hfi1_tid_rcv_write_resp(
 ) -> i32 {
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_frame(rcd, qp, r_lock, pkt, len, RLockIs::Held, |rcd, q, r, f| {
-            if f.bth.opcode != hfi1_hal::consts::OP_TID_RDMA_WRITE_RESP {
-                return Err(Errno::PROTO);
-            }
-            let p = write_resp::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
-            let h = write_resp::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
-            let mut g = q.s_lock.lock(r);
-            Ok(
-                match qp::receive_write_resp(rcd, q, &mut g, f.bth.psn, &h, p.payload()) {
-                    WriteRespVerdict::Taken => Rcv::Done,
-                    WriteRespVerdict::Dropped => Rcv::Dropped,
-                    WriteRespVerdict::Fatal(_) => Rcv::QpError,
-                },
-            )
-        })
+        on_opcode(
+            (rcd, qp, r_lock),
+            (pkt, len),
+            hfi1_hal::consts::OP_TID_RDMA_WRITE_RESP,
+            |rcd, q, r, f| {
+                let p = write_resp::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
+                let h = write_resp::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
+                let mut g = q.s_lock.lock(r);
+                Ok(
+                    match qp::receive_write_resp(rcd, q, &mut g, f.bth.psn, &h, p.payload()) {
+                        WriteRespVerdict::Taken => Rcv::Done,
+                        WriteRespVerdict::Dropped => Rcv::Dropped,
+                        WriteRespVerdict::Fatal(_) => Rcv::QpError,
+                    },
+                )
+            },
+        )
     }
 }
 
@@ -350,20 +352,22 @@ pub unsafe extern "C" fn hfi1_tid_rcv_tid_ack(
 ) -> i32 {
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_frame(rcd, qp, r_lock, pkt, len, RLockIs::Held, |rcd, q, r, f| {
-            if f.bth.opcode != OP_TID_RDMA_ACK {
-                return Err(Errno::PROTO);
-            }
-            let p = tid_ack::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
-            let h = tid_ack::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
-            let mut g = q.s_lock.lock(r);
-            let psn = FlowPsn::from_raw(f.bth.psn.get());
-            Ok(match qp::receive_tid_ack(rcd, q, &mut g, psn, &h) {
-                TidAckVerdict::Acked { .. } => Rcv::Done,
-                TidAckVerdict::Dropped | TidAckVerdict::NotActed => Rcv::Dropped,
-                TidAckVerdict::Restart => Rcv::Restart,
-            })
-        })
+        on_opcode(
+            (rcd, qp, r_lock),
+            (pkt, len),
+            OP_TID_RDMA_ACK,
+            |rcd, q, r, f| {
+                let p = tid_ack::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
+                let h = tid_ack::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
+                let mut g = q.s_lock.lock(r);
+                let psn = FlowPsn::from_raw(f.bth.psn.get());
+                Ok(match qp::receive_tid_ack(rcd, q, &mut g, psn, &h) {
+                    TidAckVerdict::Acked { .. } => Rcv::Done,
+                    TidAckVerdict::Dropped | TidAckVerdict::NotActed => Rcv::Dropped,
+                    TidAckVerdict::Restart => Rcv::Restart,
+                })
+            },
+        )
     }
 }
 

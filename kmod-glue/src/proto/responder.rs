@@ -88,21 +88,23 @@ pub unsafe extern "C" fn hfi1_tid_rcv_write_req(
     };
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_frame(rcd, qp, r_lock, pkt, len, RLockIs::Held, |rcd, q, r, f| {
-            if f.bth.opcode != hfi1_hal::consts::OP_TID_RDMA_WRITE_REQ {
-                return Err(Errno::PROTO);
-            }
-            let p = write_req::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
-            let h = write_req::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
-            Ok(
-                match qp::receive_write_req(rcd, q, r, f.bth.psn, &h, &wmrs) {
-                    WriteReqVerdict::Accepted | WriteReqVerdict::Revived => Rcv::Done,
-                    WriteReqVerdict::Duplicate => Rcv::Restart,
-                    WriteReqVerdict::Refused(Some(_)) => Rcv::Restart,
-                    WriteReqVerdict::Dropped | WriteReqVerdict::Refused(None) => Rcv::Dropped,
-                },
-            )
-        })
+        on_opcode(
+            (rcd, qp, r_lock),
+            (pkt, len),
+            hfi1_hal::consts::OP_TID_RDMA_WRITE_REQ,
+            |rcd, q, r, f| {
+                let p = write_req::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
+                let h = write_req::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
+                Ok(
+                    match qp::receive_write_req(rcd, q, r, f.bth.psn, &h, &wmrs) {
+                        WriteReqVerdict::Accepted | WriteReqVerdict::Revived => Rcv::Done,
+                        WriteReqVerdict::Duplicate => Rcv::Restart,
+                        WriteReqVerdict::Refused(Some(_)) => Rcv::Restart,
+                        WriteReqVerdict::Dropped | WriteReqVerdict::Refused(None) => Rcv::Dropped,
+                    },
+                )
+            },
+        )
     }
 }
 
@@ -238,16 +240,18 @@ pub unsafe extern "C" fn hfi1_tid_rcv_resync(
 ) -> i32 {
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_frame(rcd, qp, r_lock, pkt, len, RLockIs::Held, |rcd, q, r, f| {
-            if f.bth.opcode != hfi1_hal::consts::OP_TID_RDMA_RESYNC {
-                return Err(Errno::PROTO);
-            }
-            let psn = FlowPsn::from_raw(f.bth.psn.get());
-            Ok(match qp::receive_resync(rcd, q, r, psn) {
-                ResyncVerdict::Resynced => Rcv::Done,
-                ResyncVerdict::Ignored | ResyncVerdict::Dropped => Rcv::Dropped,
-            })
-        })
+        on_opcode(
+            (rcd, qp, r_lock),
+            (pkt, len),
+            hfi1_hal::consts::OP_TID_RDMA_RESYNC,
+            |rcd, q, r, f| {
+                let psn = FlowPsn::from_raw(f.bth.psn.get());
+                Ok(match qp::receive_resync(rcd, q, r, psn) {
+                    ResyncVerdict::Resynced => Rcv::Done,
+                    ResyncVerdict::Ignored | ResyncVerdict::Dropped => Rcv::Dropped,
+                })
+            },
+        )
     }
 }
 
