@@ -345,8 +345,10 @@ int hfi1_tid_trigger_resume(struct hfi1_tid_qp *qp);
  * this entry's opcode).
  *   s_lock held (asserted): post_read/write (hfi1_setup_tid_rdma_wqe),
  *     make_req (hfi1_make_rc_req), make_resp (make_rc_ack),
- *     retry_timeout (hfi1_restart_rc -> hfi1_tid_rdma_restart_req),
- *     rnr_timeout, tid_retry_timeout (hfi1_tid_retry_timeout),
+ *     rc_timeout (rvt_rc_timeout -> hfi1_restart_rc ->
+ *     hfi1_tid_rdma_restart_req), rnr_timeout, tid_retry_timeout (the
+ *     driver's static hfi1_tid_retry_timeout: no export may take a name
+ *     of the driver's, this header is included in hfi1.ko),
  *     make_tid_ack (make_tid_rdma_ack), poll, qp_reset (rvt_reset_qp);
  *   r_lock held (asserted), s_lock taken: rcv_read_req, rcv_write_req,
  *     rcv_read_resp, rcv_rc_resp (rc_rcv_resp), rcv_write_resp,
@@ -393,8 +395,7 @@ int hfi1_tid_rcv_write_data(const struct hfi1_tid_rcd *rcd,
 			    u32 len);
 int hfi1_tid_rcv_tid_ack(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp,
 			 void *r_lock, const u8 *pkt, u32 len);
-int hfi1_tid_retry_timeout(const struct hfi1_tid_rcd *rcd,
-			   struct hfi1_tid_qp *qp);
+int hfi1_tid_rc_timeout(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp);
 int hfi1_tid_rnr_timeout(const struct hfi1_tid_rcd *rcd, struct hfi1_tid_qp *qp);
 int hfi1_tid_tid_retry_timeout(const struct hfi1_tid_rcd *rcd,
 			       struct hfi1_tid_qp *qp);

@@ -37,7 +37,7 @@
 //! | [`hfi1_tid_rcv_write_resp`] | `hfi1_rc_rcv_tid_rdma_write_resp()` | `r_lock` | `s_lock`, `exp_lock` |
 //! | [`hfi1_tid_rcv_write_data`] | `hfi1_rc_rcv_tid_rdma_write_data()` | `r_lock` | `s_lock`, `exp_lock` |
 //! | [`hfi1_tid_rcv_tid_ack`] | `hfi1_rc_rcv_tid_rdma_ack()` | `r_lock` | `s_lock`, `exp_lock` |
-//! | [`hfi1_tid_retry_timeout`] | `rvt_rc_timeout()` → `hfi1_restart_rc()` → `hfi1_tid_rdma_restart_req()` | `s_lock` | `exp_lock` |
+//! | [`hfi1_tid_rc_timeout`] | `rvt_rc_timeout()` → `hfi1_restart_rc()` → `hfi1_tid_rdma_restart_req()` | `s_lock` | `exp_lock` |
 //! | [`hfi1_tid_rnr_timeout`] | `rvt_rc_rnr_retry()` | `s_lock` | — |
 //! | [`hfi1_tid_tid_retry_timeout`] | `hfi1_tid_retry_timeout()` (RESYNC) | `s_lock` | `exp_lock` |
 //! | [`hfi1_tid_do_tid_send`] | `hfi1_do_tid_send()` (the second leg's work) | none | `s_lock` per packet, `exp_lock` |

@@ -418,7 +418,7 @@ unsafe fn fire(rcd: *const Rcd, qp: *mut KQp, t: Timer) -> i32 {
 /// `qp->s_lock` held (asserted); takes `exp_lock` when the budget is
 /// spent.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hfi1_tid_retry_timeout(rcd: *const Rcd, qp: *mut KQp) -> i32 {
+pub unsafe extern "C" fn hfi1_tid_rc_timeout(rcd: *const Rcd, qp: *mut KQp) -> i32 {
     // SAFETY: forwarded from the caller.
     unsafe { fire(rcd, qp, Timer::Retry) }
 }
@@ -430,7 +430,7 @@ pub unsafe extern "C" fn hfi1_tid_retry_timeout(rcd: *const Rcd, qp: *mut KQp) -
 ///
 /// # Safety
 ///
-/// As [`hfi1_tid_retry_timeout`].
+/// As [`hfi1_tid_rc_timeout`].
 ///
 /// # Locking
 ///
@@ -448,7 +448,7 @@ pub unsafe extern "C" fn hfi1_tid_rnr_timeout(rcd: *const Rcd, qp: *mut KQp) -> 
 ///
 /// # Safety
 ///
-/// As [`hfi1_tid_retry_timeout`].
+/// As [`hfi1_tid_rc_timeout`].
 ///
 /// # Locking
 ///
