@@ -75,7 +75,11 @@ impl EgressRate {
 
     /// Bytes per microsecond (`rate / 8`, at least 1).
     pub const fn bytes_per_us(self) -> u32 {
-        self.0 / 8
+        // The constructors never hold less than 8 Mbit/s; the guard lets the
+        // compiler see a non-zero divisor, so the receive path that computes
+        // an RNR wait carries no division trap.
+        let b = self.0 / 8;
+        if b == 0 { 1 } else { b }
     }
 }
 
@@ -102,7 +106,10 @@ pub const fn flow_wt(pmtu: u32) -> u32 {
 /// At 100 Gb/s: 1 segment → 20 µs; 4 (the `acked_tail` case) → 83 µs;
 /// 32 (flow queue position 1 at 4 KiB) → 671 µs.
 pub const fn tid_rnr_timeout_us(to_seg: u32, rate: EgressRate) -> u64 {
-    (to_seg as u64 * MAX_SEGMENT_SIZE as u64) / rate.bytes_per_us() as u64
+    match (to_seg as u64 * MAX_SEGMENT_SIZE as u64).checked_div(rate.bytes_per_us() as u64) {
+        Some(us) => us,
+        None => u64::MAX,
+    }
 }
 
 /// The RNR NAK timer values in microseconds, by the AETH's five-bit timer
