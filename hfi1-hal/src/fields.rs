@@ -509,4 +509,161 @@ mod tests {
             r.with_ctrl(FlowCtrl::HDR_SUPP_EN, false)
         );
     }
+
+    /// Every TID-entry field sits where SPEC §3 puts it (LEN 0..=10, CTRL
+    /// 20..=21, IDX 22..=31), alone, and decodes back from a received word;
+    /// bits 11..=19 belong to no field.
+    #[test]
+    fn tid_entry_fields_decode_from_their_own_bits() {
+        assert_eq!(
+            TidEntry::new(0, TidCtrl::Even, 0x7FF).unwrap().raw(),
+            1 << 20 | 0x7FF
+        );
+        assert_eq!(TidEntry::new(0, TidCtrl::Odd, 0).unwrap().raw(), 2 << 20);
+        assert_eq!(
+            TidEntry::new(1, TidCtrl::Even, 0).unwrap().raw(),
+            1 << 22 | 1 << 20
+        );
+        for (ctrl, bits) in [(TidCtrl::Even, 1), (TidCtrl::Odd, 2), (TidCtrl::Pair, 3)] {
+            assert_eq!(ctrl.bits(), bits);
+            assert_eq!(TidCtrl::from_bits(bits), Some(ctrl));
+            let e = TidEntry::from_raw(bits << 20);
+            assert_eq!(
+                (e.ctrl_bits(), e.ctrl(), e.idx(), e.len()),
+                (bits, Some(ctrl), 0, 0)
+            );
+        }
+        assert_eq!(TidCtrl::from_bits(0), None);
+        let all = TidEntry::from_raw(u32::MAX);
+        assert_eq!(
+            (all.idx(), all.ctrl(), all.len()),
+            (0x3FF, Some(TidCtrl::Pair), 0x7FF)
+        );
+        assert_eq!(all.raw(), u32::MAX);
+        let e = TidEntry::from_raw(0x2A5 << 22 | 1 << 20 | 0xFF800 | 0x123);
+        assert_eq!(
+            (e.idx(), e.ctrl(), e.len()),
+            (0x2A5, Some(TidCtrl::Even), 0x123)
+        );
+        assert!(!e.is_empty());
+        assert!(TidEntry::from_raw(0xFFF_FF800).is_empty());
+        // A field error names the field, the value and the width.
+        assert_eq!(
+            TidEntry::new(0, TidCtrl::Even, 0x800),
+            Err(FieldError {
+                field: "tid.len",
+                value: 0x800,
+                bits: 11
+            })
+        );
+    }
+
+    #[test]
+    fn flow_index_covers_the_32_flows() {
+        assert_eq!(FlowIndex::MIN.get(), 0);
+        let last = FlowIndex::new(31).unwrap();
+        assert_eq!((last.get(), last.as_usize()), (31, 31));
+        assert_eq!(FlowIndex::new(7).map(FlowIndex::as_usize), Some(7));
+        assert_eq!(FlowIndex::new(32), None);
+        assert_eq!(FlowIndex::new(u32::MAX), None);
+    }
+
+    /// The flow-table bits of SPEC §3, each read and written on its own:
+    /// the chip's next PSN is the low 31 bits, and replacing it keeps every
+    /// other bit (bit 31 included).
+    #[test]
+    fn flow_reg_bits_read_and_write_independently() {
+        let bits = [
+            (FlowTableReg::FLOW_VALID, 32),
+            (FlowTableReg::HDR_SUPP_EN, 33),
+            (FlowTableReg::KEEP_AFTER_SEQ_ERR, 34),
+            (FlowTableReg::KEEP_ON_GEN_ERR, 35),
+            (FlowTableReg::SEQ_MISMATCH, 37),
+            (FlowTableReg::GEN_MISMATCH, 38),
+        ];
+        for (bit, at) in bits {
+            assert_eq!(bit, 1 << at);
+            let r = FlowTableReg::from_raw(0);
+            assert!(!r.has(bit));
+            let set = r.with(bit, true);
+            assert_eq!(set.raw(), bit);
+            assert!(set.has(bit));
+            assert_eq!(set.with(bit, true).raw(), bit, "setting twice keeps it set");
+            let full = FlowTableReg::from_raw(u64::MAX);
+            assert_eq!(full.with(bit, false).raw(), !bit);
+            assert!(!full.with(bit, false).has(bit));
+            assert_eq!(r.with(bit, false).raw(), 0);
+        }
+        let g = Generation::masked(0xFFFFE);
+        assert_eq!(
+            FlowTableReg::for_generation(g).raw(),
+            0xFFFFE << 11 | 0x6F_0000_0000,
+            "a live generation also turns HDR_SUPP_EN on"
+        );
+        let reg = FlowTableReg::from_raw(0xFFFF_FFFF_8000_0000 | 0x1234_5678);
+        assert_eq!(reg.next_psn(), FlowPsn::from_raw(0x1234_5678));
+        let moved = reg.with_next_psn(FlowPsn::from_raw(0x0765_4321));
+        assert_eq!(moved.raw(), 0xFFFF_FFFF_8000_0000 | 0x0765_4321);
+        assert_eq!(
+            FlowTableReg::from_raw(0x5_0000_0000)
+                .with_next_psn(FlowPsn::from_raw(1))
+                .raw(),
+            0x5_0000_0001
+        );
+    }
+
+    /// Every KDETH word-0 field sits where SPEC §3 puts it, alone, both
+    /// when built and when decoded from a received word.
+    #[test]
+    fn kdeth0_fields_decode_from_their_own_bits() {
+        let kver = 1 << 30;
+        let one = |f: Kdeth0Fields| Kdeth0::new(f).unwrap().raw() & !kver;
+        let none = Kdeth0Fields::default();
+        assert_eq!(Kdeth0::new(none).unwrap().raw(), kver);
+        assert_eq!(
+            one(Kdeth0Fields {
+                offset: 0x7FFF,
+                ..none
+            }),
+            0x7FFF
+        );
+        assert_eq!(one(Kdeth0Fields { om: true, ..none }), 1 << 15);
+        assert_eq!(one(Kdeth0Fields { tid: 0x3FF, ..none }), 0x3FF << 16);
+        assert_eq!(one(Kdeth0Fields { tidctrl: 3, ..none }), 3 << 26);
+        assert_eq!(one(Kdeth0Fields { intr: true, ..none }), 1 << 28);
+        assert_eq!(one(Kdeth0Fields { sh: true, ..none }), 1 << 29);
+        assert!(Kdeth0::new(Kdeth0Fields { tid: 0x400, ..none }).is_err());
+        assert!(Kdeth0::new(Kdeth0Fields { tidctrl: 4, ..none }).is_err());
+
+        let w = 0x2A5 << 16 | 2 << 26 | 0x1234;
+        let k = Kdeth0::from_raw(w);
+        assert_eq!(k.raw(), w);
+        assert_eq!(
+            (k.offset(), k.om(), k.tid(), k.tidctrl()),
+            (0x1234, false, 0x2A5, 2)
+        );
+        assert_eq!((k.intr(), k.sh(), k.kver()), (false, false, 0));
+        assert_eq!(k.byte_offset(), 0x1234 * 4);
+        let k = Kdeth0::from_raw(3 << 30 | 1 << 29 | 1 << 28 | 1 << 15 | 3);
+        assert_eq!((k.offset(), k.om(), k.tid(), k.tidctrl()), (3, true, 0, 0));
+        assert_eq!((k.intr(), k.sh(), k.kver()), (true, true, 3));
+        assert_eq!(k.byte_offset(), 3 * 64);
+        let k = Kdeth0::from_raw(1 << 28);
+        assert_eq!((k.intr(), k.sh(), k.om()), (true, false, false));
+        let k = Kdeth0::from_raw(1 << 29);
+        assert_eq!((k.intr(), k.sh(), k.om()), (false, true, false));
+    }
+
+    /// KDETH word 1: JKEY 0..=7, HCRC upper 16..=23, lower 24..=31.
+    #[test]
+    fn kdeth1_fields_decode_from_their_own_bits() {
+        let k = Kdeth1::from_raw(0xAABB_CCDD);
+        assert_eq!(k.raw(), 0xAABB_CCDD);
+        assert_eq!(
+            (k.jkey(), k.hcrc_upper(), k.hcrc_lower()),
+            (0xDD, 0xBB, 0xAA)
+        );
+        assert_eq!(Kdeth1::with_jkey(32).raw(), 32);
+        assert_eq!(Kdeth1::with_jkey(32).jkey(), 32);
+    }
 }

@@ -182,4 +182,55 @@ mod tests {
         assert_eq!((p.generation(), p.seq()), (g, 0));
         assert_eq!(FlowPsn::new(Generation::RESERVED, 2047).raw(), PSN_MASK);
     }
+
+    /// The sign of the difference decides, across the wrap: the top PSN is
+    /// just before 0, and a PSN 2^30 - 1 ahead is still ahead.
+    #[test]
+    fn psn_order_is_circular() {
+        let top = Psn::new(PSN_MASK);
+        assert_eq!(top.cmp_psn(Psn::new(0)), Ordering::Less);
+        assert_eq!(Psn::new(3).cmp_psn(Psn::new(5)), Ordering::Less);
+        assert_eq!(Psn::new(5).cmp_psn(Psn::new(3)), Ordering::Greater);
+        let far = Psn::new((1 << 30) - 1);
+        assert_eq!(far.cmp_psn(Psn::new(0)), Ordering::Greater);
+        assert_eq!(far.delta(Psn::new(0)), (1 << 30) - 1);
+        assert_eq!(Psn::new(0).delta(far), -((1 << 30) - 1));
+        assert_eq!(Psn::new(7).delta(Psn::new(3)), 4);
+        assert_eq!(Psn::new(3).delta(Psn::new(7)), -4);
+        assert_eq!(Psn::new(10).add(5).get(), 15);
+        assert_eq!(Psn::new(10).sub(5).get(), 5);
+        assert_eq!(top.add(3), Psn::new(2));
+        // The bounds are inclusive.
+        assert!(Psn::new(2).within(Psn::new(2), Psn::new(4)));
+        assert!(Psn::new(4).within(Psn::new(2), Psn::new(4)));
+        assert!(!Psn::new(1).within(Psn::new(2), Psn::new(4)));
+        assert!(!Psn::new(5).within(Psn::new(2), Psn::new(4)));
+    }
+
+    #[test]
+    fn generation_masks_to_20_bits() {
+        assert_eq!(Generation::masked(0xABC_DEF12).get(), 0xDEF12);
+        assert_eq!(Generation::new(0xFFFFF), Some(Generation::RESERVED));
+        assert_eq!(Generation::new(0x12345).map(Generation::get), Some(0x12345));
+        assert!(Generation::RESERVED.is_reserved());
+        assert!(!Generation::masked(0xFFFFE).is_reserved());
+        assert!(!Generation::masked(0).is_reserved());
+        assert_eq!(Generation::masked(41).next().get(), 42);
+    }
+
+    /// A flow PSN is `generation << 11 | sequence` in 31 bits, and the
+    /// next sequence keeps the generation.
+    #[test]
+    fn flow_psn_splits_into_generation_and_sequence() {
+        let p = FlowPsn::from_raw(0xFFFF_FFFF);
+        assert_eq!(p.raw(), PSN_MASK);
+        let p = FlowPsn::from_raw(0x12345 << 11 | 0x2AB);
+        assert_eq!((p.generation().get(), p.seq()), (0x12345, 0x2AB));
+        assert_eq!(p.as_psn(), Psn::new(0x12345 << 11 | 0x2AB));
+        let n = p.next_seq();
+        assert_eq!((n.generation().get(), n.seq()), (0x12345, 0x2AC));
+        assert_eq!(n.raw(), 0x12345 << 11 | 0x2AC);
+        let q = FlowPsn::new(Generation::masked(3), 0x7FF | 0x800);
+        assert_eq!((q.generation().get(), q.seq()), (3, 0x7FF));
+    }
 }
