@@ -33,6 +33,8 @@
 #                   is above L (default 3: the machine is shared)
 #   --summary       print the table and exit
 #   --list          list each unit's mutants and exit
+#   --readme        also write the table into README.md between the
+#                   mutants-table markers
 #   --require-explained
 #                   exit 1 if a survivor of the units named is not listed in
 #                   scripts/mutants-equivalent.txt (the CI slice uses it)
@@ -52,6 +54,7 @@ MAX_LOAD=3
 SUMMARY_ONLY=0
 LIST=0
 REQUIRE_EXPLAINED=0
+README=0
 UNITS=()
 ALL_CRATES=(hfi1-hal tid-alloc qp-wait tid-flow tid-read-proto)
 
@@ -66,6 +69,7 @@ while [ $# -gt 0 ]; do
     --summary) SUMMARY_ONLY=1; shift ;;
     --list) LIST=1; shift ;;
     --require-explained) REQUIRE_EXPLAINED=1; shift ;;
+    --readme) README=1; shift ;;
     -h | --help) sed -n '3,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "mutants.sh: unknown option $1" >&2; exit 1 ;;
     *) UNITS+=("$1"); shift ;;
@@ -274,4 +278,21 @@ if [ "$SUMMARY_ONLY" = 0 ]; then
         run_unit "$u"
     done
 fi
-[ "$LIST" = 1 ] || summary
+[ "$LIST" = 1 ] && exit 0
+if [ "$README" = 1 ]; then
+    table=$(summary)
+    grep -q '<!-- mutants-table:begin -->' README.md ||
+        { echo "mutants.sh: no mutants-table markers in README.md" >&2; exit 1; }
+    TABLE="$table" python3 - README.md <<'EOF'
+import os, re, sys
+path = sys.argv[1]
+text = open(path).read()
+block = "<!-- mutants-table:begin -->\n" + os.environ["TABLE"] + "\n<!-- mutants-table:end -->"
+pattern = r"<!-- mutants-table:begin -->.*?<!-- mutants-table:end -->"
+text = re.sub(pattern, lambda _: block, text, flags=re.S)
+open(path, "w").write(text)
+EOF
+    echo "$table"
+else
+    summary
+fi
