@@ -1,40 +1,123 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! Loom models of QPs racing segment setup, clear, wake-up and the trigger
-//! work on one receive context: no deadlock, no lost wake-up, no leaked
-//! reference, under every interleaving loom explores (bounded preemption).
+//! Loom models of QPs racing segment setup, clear, wake-up, flush and
+//! destroy, and the trigger work, on one receive context: no deadlock, no
+//! lost wake-up, no leaked reference, flow, TID entry, mapping or memory,
+//! under every interleaving loom explores within each model's preemption
+//! bound.
+//!
+//! Every model runs with the runtime lock-order checker
+//! (`hfi1_hal::sim::lockdep::CheckedSpinLock`) as the lock backend, over
+//! loom's atomics, with one held-lock stack per model thread; each QP's
+//! entry points are called as the driver calls them (the caller takes the
+//! raw `s_lock`, the engine works on a guard made over it), so the checker
+//! also checks every held-lock guard. [`the_checker_is_on_under_loom`]
+//! shows a second QP's `s_lock` taken under the first is caught inside a
+//! loom model.
+//!
+//! The trigger work runs either on the releasing thread right after its
+//! release ([`Work::Inline`]), or on a worker thread of its own that sleeps
+//! until a QP thread kicks it ([`Work::Worker`], as the kernel's workqueue
+//! runs it). A QP that gets `Again` sleeps on its own condition until its
+//! send engine runs; a lost wake-up leaves it asleep for ever, which loom
+//! reports as a deadlock.
+//!
+//! Each model prints its preemption bound and the number of interleavings
+//! (complete executions) loom explored; the figures are in the README.
 //!
 //! Run with
-//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p tid-flow --features sim --release --test loom`.
+//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p tid-flow --features sim --release --test loom -- --nocapture`.
 //! Without `--cfg loom` this file compiles to nothing.
 #![cfg(loom)]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use hfi1_hal::consts::PAGE_SIZE;
-use hfi1_hal::lock_order::{LockToken, Unlocked};
+use hfi1_hal::lock_order::{Lock, LockToken, RawSpinLock, Unlocked};
 use hfi1_hal::services::AllocContext;
+use hfi1_hal::sim::lockdep::{self, CheckedSpinLock};
+use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRef, SimScheduler};
 use loom::sync::{Condvar, Mutex};
-use qp_wait::{QueueKind, trigger_resume};
-use tid_flow::sim::{SimPlatform, SimQp, new_ctxt, new_qp};
+use qp_wait::{
+    DevCounters, Membership, Qp, QueueKind, SendState, WaitPlatform, flush_wait, trigger_resume,
+};
+use tid_flow::sim::{SimQpExt, new_ctxt_for, with_s_lock_held};
 use tid_flow::{
-    FlowError, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, exp_rcv_clear, exp_rcv_setup,
-    setup_hw_flow,
+    FlowError, FlowPlatform, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, exp_rcv_clear,
+    exp_rcv_setup, setup_hw_flow,
 };
 
+/// The sim platform with the lock-order checker as its lock backend (the
+/// crate's own sim platform uses the plain spin lock under loom).
+#[derive(Debug)]
+enum Checked {}
+
+type LQp = SimRef<Qp<Checked>>;
+
+impl WaitPlatform for Checked {
+    type Lock = CheckedSpinLock;
+    type Ext = SimQpExt;
+    type Ref = LQp;
+    type Sched = SimScheduler<LQp>;
+}
+
+impl FlowPlatform for Checked {
+    type Chip = SimContext;
+    type Dma = SimDma;
+    type Mem = SimAllocator;
+    type Dev = Arc<DevCounters>;
+}
+
+fn new_qp(qpn: u32, slot: u32) -> LQp {
+    SimRef::new(Qp::new(qpn, slot, slot, Lock::new(SendState::default())))
+}
+
+/// Where the trigger work runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Work {
+    /// On the thread that queued it, right after its release.
+    Inline,
+    /// On a worker thread of its own.
+    Worker,
+}
+
+/// What a QP needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Need {
+    /// A hardware flow only.
+    Flow,
+    /// A flow and one segment that fills the context's only TID group.
+    FlowAndSegment,
+}
+
+/// The worker's doorbell: kicks since it last looked, and whether it
+/// should stop once nothing is left.
+#[derive(Default)]
+struct Bell {
+    kicks: u32,
+    stop: bool,
+}
+
 struct World {
-    rcd: Box<RcvCtxt<SimPlatform>>,
-    qps: Vec<SimQp>,
+    rcd: Box<RcvCtxt<Checked>>,
+    qps: Vec<LQp>,
     /// Per QP: woken flag and the condition a waiting QP sleeps on.
     woken: Vec<(Mutex<bool>, Condvar)>,
+    bell: (Mutex<Bell>, Condvar),
+    work: Work,
+    need: Need,
     free_flows: u32,
+    /// Trigger work items that found their QP waiting and ran its send
+    /// engine, and those that found it no longer waiting (per QP slot).
+    resumed: Vec<(AtomicU64, AtomicU64)>,
 }
 
 impl World {
-    fn new(nqp: u32, free_flows: u32) -> Self {
-        let rcd = new_ctxt(1, 0, 1, nqp + 1, 7).unwrap();
-        let qps: Vec<SimQp> = (0..nqp).map(|i| new_qp(0x10 + i, i, i)).collect();
+    fn new(nqp: u32, free_flows: u32, work: Work, need: Need) -> Self {
+        let rcd = new_ctxt_for::<Checked>(1, 0, 1, nqp + 1, 7).unwrap();
+        let qps: Vec<LQp> = (0..nqp).map(|i| new_qp(0x10 + i, i)).collect();
         {
-            let outsider = new_qp(0xFF, nqp, 0);
+            let outsider = new_qp(0xFF, nqp);
             let mut root = LockToken::root();
             let mut s = outsider.s_lock.lock(&mut root);
             let mut e = rcd.exp_lock.lock(s.token());
@@ -48,12 +131,17 @@ impl World {
             woken: (0..nqp)
                 .map(|_| (Mutex::new(false), Condvar::new()))
                 .collect(),
+            bell: (Mutex::new(Bell::default()), Condvar::new()),
+            work,
+            need,
             free_flows,
+            resumed: (0..nqp)
+                .map(|_| (AtomicU64::new(0), AtomicU64::new(0)))
+                .collect(),
         }
     }
 
-    /// Runs whatever the scheduler holds: trigger work (which takes the
-    /// named QP's s_lock alone) and send-engine requests.
+    /// The send engine of the QP in `slot`: wakes its thread.
     fn wake(&self, slot: u32) {
         let (m, cv) = &self.woken[slot as usize];
         *m.lock().unwrap() = true;
@@ -64,15 +152,54 @@ impl World {
     /// named QP's s_lock alone) and send-engine requests.
     fn run_work(&self, root: &mut LockToken<'_, Unlocked>) {
         while let Some((_, r)) = self.rcd.sched.pop_work() {
-            trigger_resume::<SimPlatform>(r, root, |q, _| self.wake(q.slot()));
+            let slot = r.slot() as usize;
+            let ran = trigger_resume::<Checked>(r, root, |q, _| self.wake(q.slot()));
+            let (yes, no) = &self.resumed[slot];
+            if ran { yes } else { no }.fetch_add(1, Relaxed);
         }
         while let Some(r) = self.rcd.sched.pop_send() {
             self.wake(r.slot());
         }
     }
 
-    /// Sleeps until `me` is woken. A lost wake-up leaves it asleep for
-    /// ever, which loom reports as a deadlock.
+    /// After a release (or anything else that may queue work): runs the
+    /// work here, or rings the worker.
+    fn released(&self, root: &mut LockToken<'_, Unlocked>) {
+        match self.work {
+            Work::Inline => self.run_work(root),
+            Work::Worker => {
+                let (m, cv) = &self.bell;
+                m.lock().unwrap().kicks += 1;
+                cv.notify_one();
+            }
+        }
+    }
+
+    /// The worker: runs the work, then sleeps until kicked; stops when told
+    /// to and no kick is left.
+    fn worker(&self) {
+        let mut root = LockToken::root();
+        loop {
+            self.run_work(&mut root);
+            let (m, cv) = &self.bell;
+            let mut b = m.lock().unwrap();
+            while b.kicks == 0 && !b.stop {
+                b = cv.wait(b).unwrap();
+            }
+            if b.kicks == 0 {
+                return;
+            }
+            b.kicks = 0;
+        }
+    }
+
+    fn stop_worker(&self) {
+        let (m, cv) = &self.bell;
+        m.lock().unwrap().stop = true;
+        cv.notify_one();
+    }
+
+    /// Sleeps until `me` is woken.
     fn wait(&self, me: usize) {
         let (m, cv) = &self.woken[me];
         let mut g = m.lock().unwrap();
@@ -82,49 +209,113 @@ impl World {
         *g = false;
     }
 
-    /// One QP: get a flow and one segment that fills the context's only
-    /// TID group, then clear both.
-    fn qp_thread(&self, me: usize) {
-        let qp = &self.qps[me];
-        let mut root = LockToken::root();
+    fn request(&self, me: usize) -> (TidRequest<Checked>, Vec<Sge>) {
         let sges: Vec<Sge> = (0..8u64)
             .map(|p| Sge {
                 vaddr: ((me as u64 + 1) << 32) + p * 2 * u64::from(PAGE_SIZE),
                 length: PAGE_SIZE,
             })
             .collect();
-        let mut req: TidRequest<SimPlatform> = TidRequest::new(8 * PAGE_SIZE, 1, 4096);
+        let mut req: TidRequest<Checked> = TidRequest::new(8 * PAGE_SIZE, 1, 4096);
         req.alloc_flows(&self.rcd.mem, AllocContext::Atomic)
             .unwrap();
+        (req, sges)
+    }
+
+    /// One attempt at what `me` needs, entered as the driver enters it.
+    fn try_setup(
+        &self,
+        me: usize,
+        req: &mut TidRequest<Checked>,
+        sges: &[Sge],
+        root: &mut LockToken<'_, Unlocked>,
+    ) -> Result<(), FlowError> {
+        let qp = &self.qps[me];
+        with_s_lock_held::<Checked, _>(qp, root, |g| {
+            setup_hw_flow(&self.rcd, qp, QpLocked::from_guard(g))?;
+            match self.need {
+                Need::Flow => Ok(()),
+                Need::FlowAndSegment => {
+                    exp_rcv_setup(&self.rcd, req, qp, QpLocked::from_guard(g), sges)
+                }
+            }
+        })
+    }
+
+    /// Retries until `me` has what it needs, sleeping after each `Again`.
+    /// `queued`: `me` is already queued, so it sleeps first.
+    fn acquire(&self, me: usize, queued: bool, req: &mut TidRequest<Checked>, sges: &[Sge]) {
+        let mut root = LockToken::root();
+        if queued {
+            self.wait(me);
+        }
         loop {
-            let r = {
-                let mut g = qp.s_lock.lock(&mut root);
-                setup_hw_flow(&self.rcd, qp, QpLocked::from_guard(&mut g)).and_then(|()| {
-                    exp_rcv_setup(&self.rcd, &mut req, qp, QpLocked::from_guard(&mut g), &sges)
-                })
-            };
+            let r = self.try_setup(me, req, sges, &mut root);
+            // A setup may have queued the next head's wake-up.
+            self.released(&mut root);
             match r {
-                Ok(()) => break,
+                Ok(()) => return,
                 Err(FlowError::Again) => self.wait(me),
                 Err(e) => panic!("setup: {e:?}"),
             }
         }
-        {
-            let mut g = qp.s_lock.lock(&mut root);
-            exp_rcv_clear(&self.rcd, &mut req, qp, QpLocked::from_guard(&mut g)).unwrap();
-            clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(&mut g));
-        }
-        req.clean_swqe().unwrap();
-        // The releasing thread runs the trigger work it queued (the
-        // kernel's workqueue would, on the QP's CPU).
-        self.run_work(&mut root);
     }
 
+    /// Gives back what `me` holds.
+    fn release(&self, me: usize, req: &mut TidRequest<Checked>) {
+        let qp = &self.qps[me];
+        let mut root = LockToken::root();
+        with_s_lock_held::<Checked, _>(qp, &mut root, |g| {
+            if self.need == Need::FlowAndSegment {
+                exp_rcv_clear(&self.rcd, req, qp, QpLocked::from_guard(g)).unwrap();
+            }
+            clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(g));
+        });
+        self.released(&mut root);
+    }
+
+    /// One QP: get what it needs, then give it back.
+    fn qp_thread(&self, me: usize, queued: bool) {
+        let (mut req, sges) = self.request(me);
+        self.acquire(me, queued, &mut req, &sges);
+        self.release(me, &mut req);
+        req.clean_swqe().unwrap();
+    }
+
+    /// QP reset or destroy: unwinds `me`'s wait, as the driver does with
+    /// the QP's `s_lock` held.
+    fn flush(&self, me: usize) {
+        let qp = &self.qps[me];
+        let mut root = LockToken::root();
+        with_s_lock_held::<Checked, _>(qp, &mut root, |g| {
+            flush_wait::<Checked, _>(qp, g, &self.rcd.exp_lock, &self.rcd.sched);
+        });
+        self.released(&mut root);
+    }
+
+    /// Makes `me` try once, before the model's threads start, and checks
+    /// it was queued (`Again`); the request is kept for a later retry.
+    fn queue_up(&self, me: usize) -> (TidRequest<Checked>, Vec<Sge>) {
+        let (mut req, sges) = self.request(me);
+        let mut root = LockToken::root();
+        assert_eq!(
+            self.try_setup(me, &mut req, &sges, &mut root),
+            Err(FlowError::Again)
+        );
+        (req, sges)
+    }
+
+    /// Every resource back, every queue empty and balanced, every
+    /// reference but the creators' dropped.
     fn check_end(&self) {
         let mut root = LockToken::root();
         self.run_work(&mut root);
+        assert_eq!(self.rcd.sched.pending_work(), 0);
+        assert_eq!(self.rcd.sched.pending_sends(), 0);
         for (i, q) in self.qps.iter().enumerate() {
             assert_eq!(q.live_refs(), 1, "QP {i} leaked a reference");
+            let s = q.s_lock.lock(&mut root);
+            assert!(!s.waiting(), "QP {i} still waits");
         }
         let q0 = &self.qps[0];
         let mut s = q0.s_lock.lock(&mut root);
@@ -133,12 +324,16 @@ impl World {
             assert_eq!(e.waiters.len(k), 0);
             assert_eq!(e.waiters.enqueued(k), e.waiters.dequeued(k));
         }
+        for i in 0..self.qps.len() {
+            assert_eq!(e.waiters.membership(i as u32), Membership::Idle);
+        }
         assert_eq!(e.groups.entries_in_use(), 0);
         assert_eq!(e.flows.free_count(), self.free_flows);
         drop(e);
         drop(s);
         assert_eq!(self.rcd.dma.live_mappings(), 0);
         assert_eq!(self.rcd.mem.live_allocations(), 0);
+        assert_eq!(lockdep::held_by_this_thread(), 0);
     }
 }
 
@@ -146,52 +341,280 @@ impl World {
 /// built on the stack before they are boxed.
 const STACK: usize = 4 << 20;
 
-fn model(nqp: u32, free_flows: u32, preemptions: usize) {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b.max_branches = 20_000;
-    b.check(move || {
-        // loom's own first thread has a small stack: everything runs in
-        // threads with room.
-        let main = loom::thread::Builder::new()
-            .stack_size(STACK)
-            .spawn(move || {
-                let w = Arc::new(World::new(nqp, free_flows));
-                let handles: Vec<_> = (1..nqp as usize)
-                    .map(|i| {
-                        let w = Arc::clone(&w);
-                        loom::thread::Builder::new()
-                            .stack_size(STACK)
-                            .spawn(move || w.qp_thread(i))
-                            .unwrap()
-                    })
-                    .collect();
-                w.qp_thread(0);
-                for h in handles {
-                    h.join().unwrap();
-                }
-                w.check_end();
-            })
-            .unwrap();
-        main.join().unwrap();
-    });
+fn spawn<F: FnOnce() + Send + 'static>(f: F) -> loom::thread::JoinHandle<()> {
+    loom::thread::Builder::new()
+        .stack_size(STACK)
+        .spawn(f)
+        .unwrap()
 }
 
-/// Two QPs, one free flow: they race on the flow queue.
+/// Runs `body` under loom with `preemptions` as the bound, in a thread
+/// with room (loom's own first thread has a small stack), and prints the
+/// bound and the number of interleavings explored. Returns that number.
+fn explore(name: &str, preemptions: usize, body: impl Fn() + Send + Sync + 'static) -> u64 {
+    let runs = Arc::new(AtomicU64::new(0));
+    let body = Arc::new(body);
+    let acquired = lockdep::acquisitions();
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(preemptions);
+    b.max_branches = 50_000;
+    {
+        let runs = Arc::clone(&runs);
+        b.check(move || {
+            runs.fetch_add(1, Relaxed);
+            let body = Arc::clone(&body);
+            spawn(move || body()).join().unwrap();
+        });
+    }
+    let n = runs.load(Relaxed);
+    eprintln!("loom model {name}: preemption bound {preemptions}, {n} interleavings explored");
+    assert!(n > 1, "{name}: loom explored one interleaving only");
+    assert!(
+        lockdep::acquisitions() > acquired,
+        "{name}: the lock-order checker saw no acquisition"
+    );
+    n
+}
+
+/// `nqp` QPs each get what they need and give it back, all at once.
+/// Returns how many QPs joined the flow queue and the RcvArray queue.
+fn race(nqp: u32, free_flows: u32, work: Work, need: Need) -> (u64, u64) {
+    let w = Arc::new(World::new(nqp, free_flows, work, need));
+    let worker = (work == Work::Worker).then(|| {
+        let w = Arc::clone(&w);
+        spawn(move || w.worker())
+    });
+    let qps: Vec<_> = (1..nqp as usize)
+        .map(|i| {
+            let w = Arc::clone(&w);
+            spawn(move || w.qp_thread(i, false))
+        })
+        .collect();
+    w.qp_thread(0, false);
+    for h in qps {
+        h.join().unwrap();
+    }
+    w.stop_worker();
+    if let Some(h) = worker {
+        h.join().unwrap();
+    }
+    w.check_end();
+    let mut root = LockToken::root();
+    let mut s = w.qps[0].s_lock.lock(&mut root);
+    let e = w.rcd.exp_lock.lock(s.token());
+    (
+        e.waiters.enqueued(QueueKind::Flow),
+        e.waiters.enqueued(QueueKind::RcvArray),
+    )
+}
+
+/// Two QPs, one free flow: they race on the flow queue; the trigger work
+/// runs on the releasing thread.
 #[test]
 fn two_qps_one_flow() {
-    model(2, 1, 3);
+    explore("two_qps_one_flow", 3, || {
+        race(2, 1, Work::Inline, Need::FlowAndSegment);
+    });
 }
 
 /// Two QPs, two flows, one TID group that one segment fills: they race on
 /// the RcvArray queue, with the trigger work run by either thread.
 #[test]
 fn two_qps_one_group() {
-    model(2, 2, 2);
+    explore("two_qps_one_group", 2, || {
+        race(2, 2, Work::Inline, Need::FlowAndSegment);
+    });
 }
 
-/// Three QPs on one flow and one group.
+/// Three QPs on one flow and one group, the work run inline.
 #[test]
 fn three_qps() {
-    model(3, 1, 1);
+    explore("three_qps", 1, || {
+        race(3, 1, Work::Inline, Need::FlowAndSegment);
+    });
+}
+
+/// Two QPs on one flow, the trigger work run by a worker thread of its
+/// own: the wake-up crosses threads, and the worker may run before, during
+/// or after the release that queued it.
+#[test]
+fn two_qps_one_flow_worker() {
+    explore("two_qps_one_flow_worker", 2, || {
+        race(2, 1, Work::Worker, Need::FlowAndSegment);
+    });
+}
+
+/// Three QPs on two flows and one TID group, the work on a worker, all
+/// starting at once: some interleavings queue a QP for RcvArray space.
+#[test]
+fn three_qps_two_flows_worker() {
+    let rarr = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&rarr);
+    explore("three_qps_two_flows_worker", 1, move || {
+        let (_, on_rarr) = race(3, 2, Work::Worker, Need::FlowAndSegment);
+        seen.fetch_add(on_rarr, Relaxed);
+    });
+    assert!(
+        rarr.load(Relaxed) > 0,
+        "no QP ever waited for RcvArray space"
+    );
+}
+
+/// Three QPs on two queues at once: QP 0 holds a flow and the only TID
+/// group; QP 1 holds the other flow and waits on the RcvArray queue; QP 2
+/// waits on the flow queue. Then, at once: QP 0 releases both (its
+/// segment's release wakes the RcvArray head, its flow's the flow head);
+/// QP 1 and QP 2 sleep until woken and retry; a worker runs the trigger
+/// work. Both must get what they need, in any order.
+#[test]
+fn three_qps_two_queues_worker() {
+    explore("three_qps_two_queues_worker", 1, || {
+        let w = Arc::new(World::new(3, 2, Work::Worker, Need::FlowAndSegment));
+        let (mut req0, sges0) = w.request(0);
+        w.acquire(0, false, &mut req0, &sges0);
+        let queued: Vec<_> = (1..3).map(|i| w.queue_up(i)).collect();
+        {
+            let mut root = LockToken::root();
+            let mut s = w.qps[0].s_lock.lock(&mut root);
+            let e = w.rcd.exp_lock.lock(s.token());
+            assert_eq!(e.waiters.len(QueueKind::RcvArray), 1);
+            assert_eq!(e.waiters.len(QueueKind::Flow), 1);
+        }
+        let worker = {
+            let w = Arc::clone(&w);
+            spawn(move || w.worker())
+        };
+        let waiters: Vec<_> = queued
+            .into_iter()
+            .enumerate()
+            .map(|(i, (mut req, sges))| {
+                let w = Arc::clone(&w);
+                spawn(move || {
+                    w.acquire(i + 1, true, &mut req, &sges);
+                    w.release(i + 1, &mut req);
+                    req.clean_swqe().unwrap();
+                })
+            })
+            .collect();
+        w.release(0, &mut req0);
+        req0.clean_swqe().unwrap();
+        for h in waiters {
+            h.join().unwrap();
+        }
+        w.stop_worker();
+        worker.join().unwrap();
+        w.check_end();
+    });
+}
+
+/// QP 0 holds the only flow; QP 1 waits on the flow queue, QP 2 behind it.
+/// Then, at once: QP 0 releases its flow (its wake-up goes to QP 1, the
+/// head); QP 1 is reset (`flush_wait`) and posts again; QP 2 sleeps until
+/// woken; a worker runs the trigger work. The reset may come before QP 1's
+/// trigger work is queued, after it is queued, or after it ran: either
+/// way QP 2 and QP 1 must both get the flow in the end (the flush wakes
+/// the new head when it takes the old one off).
+#[test]
+fn flush_races_a_queued_wakeup() {
+    explore("flush_races_a_queued_wakeup", 1, || {
+        let w = Arc::new(World::new(3, 1, Work::Worker, Need::Flow));
+        let (mut req0, sges0) = w.request(0);
+        w.acquire(0, false, &mut req0, &sges0);
+        let (mut req1, sges1) = w.queue_up(1);
+        let (mut req2, sges2) = w.queue_up(2);
+        let worker = {
+            let w = Arc::clone(&w);
+            spawn(move || w.worker())
+        };
+        let reset = {
+            let w = Arc::clone(&w);
+            spawn(move || {
+                w.flush(1);
+                w.acquire(1, false, &mut req1, &sges1);
+                w.release(1, &mut req1);
+                req1.clean_swqe().unwrap();
+            })
+        };
+        let behind = {
+            let w = Arc::clone(&w);
+            spawn(move || {
+                w.acquire(2, true, &mut req2, &sges2);
+                w.release(2, &mut req2);
+                req2.clean_swqe().unwrap();
+            })
+        };
+        w.release(0, &mut req0);
+        req0.clean_swqe().unwrap();
+        reset.join().unwrap();
+        behind.join().unwrap();
+        w.stop_worker();
+        worker.join().unwrap();
+        w.check_end();
+    });
+}
+
+/// As [`flush_races_a_queued_wakeup`], but QP 1 is destroyed: flushed
+/// while its trigger work may be queued, holding a reference of its own,
+/// and never posts again. That work must find it no longer waiting (no
+/// send engine for a destroyed QP) and drop its reference, so that the
+/// count drains back to the creator's alone (the driver's destroy waits
+/// for that before it frees the QP), and QP 2 behind it must still be
+/// woken. Loom must see both orders: the work finding QP 1 still waiting
+/// (it ran before the flush) and finding it flushed.
+#[test]
+fn destroy_races_a_queued_wakeup() {
+    let found_waiting = Arc::new(AtomicU64::new(0));
+    let found_flushed = Arc::new(AtomicU64::new(0));
+    let (fw, ff) = (Arc::clone(&found_waiting), Arc::clone(&found_flushed));
+    explore("destroy_races_a_queued_wakeup", 1, move || {
+        let w = Arc::new(World::new(3, 1, Work::Worker, Need::Flow));
+        let (mut req0, sges0) = w.request(0);
+        w.acquire(0, false, &mut req0, &sges0);
+        let (mut req1, _) = w.queue_up(1);
+        let (mut req2, sges2) = w.queue_up(2);
+        let worker = {
+            let w = Arc::clone(&w);
+            spawn(move || w.worker())
+        };
+        let destroy = {
+            let w = Arc::clone(&w);
+            spawn(move || {
+                w.flush(1);
+                req1.clean_swqe().unwrap();
+            })
+        };
+        let behind = {
+            let w = Arc::clone(&w);
+            spawn(move || {
+                w.acquire(2, true, &mut req2, &sges2);
+                w.release(2, &mut req2);
+                req2.clean_swqe().unwrap();
+            })
+        };
+        w.release(0, &mut req0);
+        req0.clean_swqe().unwrap();
+        destroy.join().unwrap();
+        behind.join().unwrap();
+        w.stop_worker();
+        worker.join().unwrap();
+        w.check_end();
+        let (yes, no) = &w.resumed[1];
+        fw.fetch_add(yes.load(Relaxed), Relaxed);
+        ff.fetch_add(no.load(Relaxed), Relaxed);
+    });
+    assert!(found_waiting.load(Relaxed) > 0, "the work never ran first");
+    assert!(found_flushed.load(Relaxed) > 0, "the flush never ran first");
+}
+
+/// The checker is live under loom: a second QP's `s_lock` taken while
+/// holding the first is reported (a lockdep splat is a panic here).
+#[test]
+#[should_panic(expected = "lock-order violation")]
+fn the_checker_is_on_under_loom() {
+    loom::model(|| {
+        let a = new_qp(1, 0);
+        let b = new_qp(2, 1);
+        a.s_lock.raw().lock_irqsave();
+        b.s_lock.raw().lock_irqsave();
+    });
 }

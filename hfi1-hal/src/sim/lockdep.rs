@@ -23,16 +23,21 @@
 //! catches what they cannot see (a second root token, a lock taken through
 //! platform code, the contract of a held-lock guard).
 //!
-//! Host only (feature `std`): it needs per-thread storage. Under loom the
-//! plain [`SpinLock`] is used (loom runs all model threads on one OS thread
-//! and checks the protocol itself).
+//! Host only (feature `std`): it needs per-thread storage. Under loom
+//! (`cfg(loom)`) that storage is loom's own thread-local, one stack per
+//! model thread (loom runs every model thread on one OS thread, where a
+//! `std` thread-local would be shared by all of them), so a loom model can
+//! run with the checker as its lock backend. The counters are plain
+//! `core` atomics in both builds: they only count, and loom's atomics
+//! cannot live in a `static`.
 #![allow(clippy::panic)] // a lock-order violation is a failed test, by design
 
 use std::cell::RefCell;
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use crate::lock_order::{LockClass, NewRawSpinLock, RawSpinLock, UNLOCKED_CLASS};
 use crate::sync::SpinLock;
-use crate::sync::atomic::{AtomicU64, Ordering};
 
 /// Most locks one thread holds at once (the engines hold three at most:
 /// r_lock, s_lock, exp_lock); more is reported as a violation.
@@ -80,8 +85,14 @@ impl Held {
     }
 }
 
+#[cfg(not(loom))]
 std::thread_local! {
     static HELD: RefCell<Held> = const { RefCell::new(Held::new()) };
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static HELD: RefCell<Held> = RefCell::new(Held::new());
 }
 
 static VIOLATIONS: AtomicU64 = AtomicU64::new(0);
@@ -245,7 +256,7 @@ impl NewRawSpinLock for CheckedSpinLock {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::lock_order::{

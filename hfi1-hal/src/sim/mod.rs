@@ -15,7 +15,7 @@
 
 mod context;
 pub mod expected;
-#[cfg(all(feature = "std", not(loom)))]
+#[cfg(feature = "std")]
 pub mod lockdep;
 pub mod memory;
 pub mod services;
