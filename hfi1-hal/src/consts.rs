@@ -146,3 +146,48 @@ const _: () = assert!(
 );
 const _: () = assert!(ACK_QUEUE_ENTRIES == 25);
 const _: () = assert!(1 << TID_RDMA_SEGMENT_SHIFT == MAX_SEGMENT_SIZE);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The numbers on the wire and in the driver's tables are SPEC §2's
+    /// (the opcodes, the KDETH sequence, the flow and group sizes): a
+    /// constant built from another (`TID_OP_BASE + n`, `1 << shift`) is
+    /// checked for the value it must come out as, not for how it is built.
+    #[test]
+    fn the_constants_are_the_spec_numbers() {
+        let ops = [
+            OP_TID_RDMA_WRITE_REQ,
+            OP_TID_RDMA_WRITE_RESP,
+            OP_TID_RDMA_WRITE_DATA,
+            OP_TID_RDMA_WRITE_DATA_LAST,
+            OP_TID_RDMA_READ_REQ,
+            OP_TID_RDMA_READ_RESP,
+            OP_TID_RDMA_RESYNC,
+            OP_TID_RDMA_ACK,
+        ];
+        assert_eq!(ops, [0xE0, 0xE1, 0xE2, 0xE3, 0xE4, 0xE5, 0xE6, 0xE7]);
+        assert_eq!((PAGE_SIZE, PAGE_SHIFT), (4096, 12));
+        assert_eq!((MAX_SEGMENT_SIZE, MAX_SEGMENT_PAGES), (256 * 1024, 64));
+        assert_eq!(MAX_PAGESETS, 64);
+        assert_eq!((MAX_EXPECTED_BUFFER, MAX_EXPECTED_PAGES), (2 << 20, 512));
+        assert_eq!((NUM_TID_FLOWS, FLOW_INDEX_NONE), (32, 32));
+        assert_eq!((TID_GROUP_SIZE, TID_GROUP_FULL_MAP), (8, 0xFF));
+        assert_eq!((KDETH_SEQ_SHIFT, KDETH_SEQ_MASK), (11, 0x7FF));
+        assert_eq!(MAX_TID_FLOW_PSN, 2048);
+        assert_eq!((GENERATION_MASK, GENERATION_RESERVED), (0xF_FFFF, 0xF_FFFF));
+        assert_eq!((PSN_MASK, PSN_SHIFT), (0x7FFF_FFFF, 1));
+        assert_eq!((MAX_READ_SEGS_PER_REQ, MAX_WRITE_SEGS_PER_REQ), (6, 4));
+        assert_eq!(MAX_FLOWS, 8);
+        assert_eq!(TID_RDMA_JKEY, 32);
+        assert_eq!((KDETH_QP_PREFIX, KDETH_QP_PREFIX_SHIFT), (0x80, 16));
+        assert_eq!(S_WAIT_TID_SPACE, 0x1000_0000);
+        assert_eq!(TID_RDMA_SEGMENT_SHIFT, 18);
+        assert_eq!(ACK_QUEUE_ENTRIES, 25);
+        assert_eq!(
+            (IB_RNR_NAK, IB_NAK_PSN_ERROR, IB_AETH_CREDIT_MASK),
+            (0x20, 0x60, 0x1F)
+        );
+    }
+}

@@ -766,4 +766,62 @@ mod tests {
         let g = s.lock(&mut root);
         assert_eq!(*g, 6);
     }
+
+    /// What lockdep is given: each class's name as text, and a key whose
+    /// address is the class's own static storage (lockdep keys a class by
+    /// that address, so two classes must never share one).
+    #[test]
+    fn classes_give_lockdep_their_names_and_own_keys() {
+        let names = [
+            UNLOCKED_CLASS.name_str(),
+            R_LOCK_CLASS.name_str(),
+            S_LOCK_CLASS.name_str(),
+            EXP_LOCK_CLASS.name_str(),
+        ];
+        assert_eq!(
+            names,
+            [
+                "hfi1_tid_unlocked",
+                "hfi1_tid_qp_r_lock",
+                "hfi1_tid_qp_s_lock",
+                "hfi1_tid_rcd_exp_lock"
+            ]
+        );
+        let keys = [
+            S_LOCK_CLASS.key.as_ptr(),
+            EXP_LOCK_CLASS.key.as_ptr(),
+            R_LOCK_CLASS.key.as_ptr(),
+        ];
+        assert_eq!(keys[0], core::ptr::from_ref(&S_LOCK_CLASS.key) as *mut _);
+        assert!(keys[0] != keys[1] && keys[1] != keys[2] && keys[0] != keys[2]);
+    }
+
+    /// Debug output names the lock types and shows a guard's data, never
+    /// a lock's (reading it would need the lock).
+    #[test]
+    fn debug_output_names_the_types() {
+        use alloc::format;
+        let s: Lock<SLock, SpinLock, u32> = Lock::new(5);
+        assert_eq!(format!("{s:?}"), "Lock { .. }");
+        assert_eq!(format!("{:?}", LockClassKey::new()), "LockClassKey");
+        let mut root = LockToken::root();
+        assert_eq!(format!("{root:?}"), "LockToken");
+        let g = s.lock(&mut root);
+        assert_eq!(format!("{g:?}"), "Guard(5)");
+    }
+
+    /// The host backend's held-lock check: a guard made over a lock "the
+    /// caller holds" while nobody holds it is refused (debug builds).
+    #[test]
+    #[cfg(debug_assertions)]
+    fn assuming_a_free_host_lock_is_refused() {
+        let s: Lock<SLock, SpinLock, u32> = Lock::new(5);
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut root = LockToken::root();
+            // SAFETY: deliberately broken contract; the backend refuses it
+            // before the data is touched.
+            drop(unsafe { s.assume_held(&mut root) });
+        }));
+        assert!(res.is_err());
+    }
 }

@@ -337,4 +337,43 @@ mod tests {
         assert_eq!(a.log().len(), 1);
         assert_eq!(a.wc_fills(), 2);
     }
+
+    /// Written through `&mut` (as the engine's generic code writes a
+    /// borrowed chip), every call lands on the chip, and the counters
+    /// count each call once.
+    #[test]
+    fn calls_through_a_borrow_land_and_count() {
+        fn program<C: RcvArray + FlowTable>(mut c: C) {
+            c.put_tid(9, RcvType::Expected, 0x1000, 1);
+            c.put_tid(10, RcvType::Expected, 0x2000, 3);
+            c.put_tid(99, RcvType::Expected, 0x3000, 1);
+            c.wc_fill(9);
+            c.wc_fill(10);
+            c.wc_fill(98);
+            let f = FlowIndex::new(2).unwrap();
+            c.write_flow(f, FlowTableReg::from_raw(0x55));
+            assert_eq!(c.read_flow(f).raw(), 0x55);
+        }
+        let mut c = SimContext::new(8, 16);
+        program(&mut c);
+        assert_eq!((c.expected_base(), c.entry_count()), (8, 16));
+        assert_eq!(c.expected_entries(), 2);
+        assert_eq!(c.wc_fills(), 3);
+        assert_eq!(c.faults(), 2, "entry 99 and the fill of 98 are outside");
+        assert_eq!(c.entry(10).unwrap().bytes(), 16384);
+        assert_eq!(c.log().len(), 7);
+    }
+
+    /// An entry maps bytes only when it is EXPECTED with an order in 1..=39
+    /// (order 0 is "no buffer", and a larger order is no buffer size).
+    #[test]
+    fn entry_bytes_need_an_expected_entry_of_a_real_order() {
+        let e = |ty, order| SimRcvEntry { ty, pa: 0, order }.bytes();
+        assert_eq!(e(RcvType::Expected, 1), 4096);
+        assert_eq!(e(RcvType::Expected, 10), 4096 << 9);
+        assert_eq!(e(RcvType::Expected, 39), 4096 << 38);
+        assert_eq!(e(RcvType::Expected, 0), 0);
+        assert_eq!(e(RcvType::Expected, 40), 0);
+        assert_eq!(e(RcvType::Invalid, 1), 0);
+    }
 }

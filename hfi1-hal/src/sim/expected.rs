@@ -417,4 +417,65 @@ mod tests {
         m.read(300 * 4096, &mut odd_head).unwrap();
         assert_eq!(&odd_head[..], &data[64..]);
     }
+
+    /// TIDCTRL 2 names the odd entry of the pair alone: the payload goes
+    /// to the odd buffer, at the packet's offset within it.
+    #[test]
+    fn tidctrl_two_places_into_the_odd_entry_alone() {
+        let (mut c, mut m, _f, g) = setup();
+        let o = c.receive_expected(&mut m, pkt(&[7; 64], g, 0, 1, 2, false));
+        assert_eq!((o.placed, o.error), (true, None));
+        let mut back = [0u8; 64];
+        m.read(300 * 4096 + 64, &mut back).unwrap();
+        assert_eq!(back, [7; 64]);
+        // The odd buffer is 4 KiB: its last 64 bytes fit, 64 more do not.
+        let o = c.receive_expected(&mut m, pkt(&[7; 64], g, 1, 63, 2, false));
+        assert_eq!(o.error, None);
+        let o = c.receive_expected(&mut m, pkt(&[7; 64], g, 2, 64, 2, false));
+        assert_eq!(o.error, Some(RcvError::Tid));
+    }
+
+    /// A pair whose odd entry is not EXPECTED is no span past the even
+    /// buffer; one whose even entry is not EXPECTED places nothing.
+    #[test]
+    fn a_pair_needs_both_entries_expected() {
+        let (mut c, mut m, _f, g) = setup();
+        c.put_tid(3, RcvType::Invalid, 300 * 4096, 1);
+        let o = c.receive_expected(&mut m, pkt(&[1; 4096], g, 0, 127, 3, false));
+        assert_eq!(o.error, Some(RcvError::Tid));
+        let o = c.receive_expected(&mut m, pkt(&[1; 64], g, 0, 0, 3, false));
+        assert_eq!(
+            o.error, None,
+            "within the even buffer the odd one is not needed"
+        );
+        c.put_tid(2, RcvType::Invalid, 100 * 4096, 2);
+        let o = c.receive_expected(&mut m, pkt(&[1; 64], g, 1, 0, 3, false));
+        assert_eq!(o.error, Some(RcvError::Tid));
+    }
+
+    /// Every counter counts each packet once, by its outcome, and bytes by
+    /// the payload; a placement into a page the memory model lacks is a
+    /// TID error and a chip fault.
+    #[test]
+    fn counters_count_each_packet_once() {
+        let (mut c, mut m, _f, g) = setup();
+        for seq in 0..3 {
+            let o = c.receive_expected(&mut m, pkt(&[1; 100], g, seq, 0, 1, false));
+            assert_eq!(o.error, None);
+        }
+        c.receive_expected(&mut m, pkt(&[1; 10], g, 9, 0, 1, false));
+        c.receive_expected(&mut m, pkt(&[1; 10], g, 9, 0, 1, false));
+        c.receive_expected(&mut m, pkt(&[1; 10], g.next(), 3, 0, 1, false));
+        c.receive_expected(&mut m, pkt(&[1; 10], g.next(), 3, 0, 1, false));
+        let s = c.expected_stats();
+        assert_eq!((s.placed_packets, s.placed_bytes), (5, 320));
+        assert_eq!((s.seq_errors, s.gen_errors, s.tid_errors), (2, 2, 0));
+        assert_eq!(c.faults(), 0);
+        m.remove_page(300);
+        for seq in 3..5 {
+            let o = c.receive_expected(&mut m, pkt(&[1; 64], g, seq, 128, 3, false));
+            assert_eq!((o.placed, o.error), (false, Some(RcvError::Tid)));
+        }
+        assert_eq!((c.faults(), c.expected_stats().tid_errors), (2, 2));
+    }
 }

@@ -377,4 +377,70 @@ mod tests {
         assert_eq!(R_LOCK_CLASS.name, c"hfi1_tid_qp_r_lock");
         assert_eq!(S_LOCK_CLASS.rank, 2);
     }
+
+    /// The panic message of `f`, which must panic.
+    fn splat(f: impl FnOnce()) -> std::string::String {
+        let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_err();
+        e.downcast_ref::<std::string::String>()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// A root token used for exp_lock while an s_lock guard lives is in
+    /// rank order (exp_lock above s_lock), so only the token check can see
+    /// it: it must, since the code that did it could take a second s_lock
+    /// the same way.
+    #[test]
+    fn a_root_token_under_an_s_lock_is_caught_by_the_token_check() {
+        let s: Lock<SLock, CheckedSpinLock, u32> = Lock::new(0);
+        let e: Lock<ExpLock, CheckedSpinLock, u32> = Lock::new(0);
+        let before = acquisitions();
+        let mut root = LockToken::root();
+        let g = s.lock(&mut root);
+        let msg = splat(|| {
+            let mut second = LockToken::root();
+            drop(e.lock(&mut second));
+        });
+        assert!(
+            msg.contains("taken with a hfi1_tid_unlocked token"),
+            "{msg}"
+        );
+        drop(g);
+        assert_eq!(held_by_this_thread(), 0);
+        assert!(acquisitions() > before);
+    }
+
+    /// A held-lock guard over a lock the thread does not hold is refused
+    /// even while it holds another; over one it holds under a later lock
+    /// it is refused for that reason. Each report says which.
+    #[test]
+    fn assumed_held_reports_what_is_wrong() {
+        let a: Lock<SLock, CheckedSpinLock, u32> = Lock::new(0);
+        let b: Lock<SLock, CheckedSpinLock, u32> = Lock::new(0);
+        let e: Lock<ExpLock, CheckedSpinLock, u32> = Lock::new(0);
+        let before = acquisitions();
+        a.raw().lock_irqsave();
+        let msg = splat(|| {
+            let mut root = LockToken::root();
+            // SAFETY: deliberately broken contract (`b` is not held);
+            // refused before the data is touched.
+            drop(unsafe { b.assume_held(&mut root) });
+        });
+        assert!(msg.contains("by a context that does not hold it"), "{msg}");
+        e.raw().lock_irqsave();
+        let msg = splat(|| {
+            let mut root = LockToken::root();
+            // SAFETY: deliberately broken contract (`e` was taken after
+            // `a`); refused before the data is touched.
+            drop(unsafe { a.assume_held(&mut root) });
+        });
+        assert!(msg.contains("took another lock after it"), "{msg}");
+        // SAFETY: both held by this thread.
+        unsafe {
+            e.raw().unlock_irqrestore(());
+            a.raw().unlock_irqrestore(());
+        }
+        assert_eq!(held_by_this_thread(), 0);
+        assert!(acquisitions() >= before + 2);
+    }
 }
