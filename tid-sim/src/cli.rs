@@ -46,7 +46,8 @@ Examples:
   tid-sim --report run.svg --json               a picture and the JSON
   tid-sim --read-sizes mixed                    plain and TID READs
   tid-sim --drop 1 --json                       a dead link
-  tid-sim --soak 300                            300 seeded hostile runs";
+  tid-sim --soak 300                            300 seeded hostile runs
+  tid-sim --soak 10000 --seed 500000 -j 2       on two threads";
 
 /// Everything the command line can set; also what a run's JSON records
 /// as its inputs.
@@ -115,6 +116,12 @@ pub struct Options {
     /// sizes; stop at and print the first failing seed.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub soak: u64,
+    /// With --soak: run N seeds at once, one thread each (0, the default:
+    /// one per CPU). The verdict and the seed reported are the same for
+    /// every N.
+    #[arg(long, short = 'j', default_value_t = 0, value_name = "N")]
+    #[serde(default)]
+    pub jobs: usize,
     /// READ sizes each QP cycles through instead of --request (its last
     /// READ takes what is left of its share): SIZEs separated by commas,
     /// multiples of 4K, or `mixed` (4K,64K,252K,256K,1M: below 256K a READ
@@ -223,6 +230,7 @@ impl Default for Options {
             reorder: 0,
             stale: 0.0,
             soak: 0,
+            jobs: 0,
             read_sizes: None,
             ops: Ops::Read,
             quiet: false,

@@ -15,7 +15,8 @@ use tid_sim::observe::Taps;
 use tid_sim::pcap::PcapWriter;
 use tid_sim::progress::{self, ProgressBar};
 use tid_sim::report::Report;
-use tid_sim::scenario::{self, RunFaults, Scenario, soak_options};
+use tid_sim::scenario::{self, RunFaults, Scenario};
+use tid_sim::soak::run_soak;
 use tid_sim::{picture, speed};
 
 fn main() -> ExitCode {
@@ -110,37 +111,19 @@ fn soak_command(o: &Options) -> String {
 }
 
 /// `--soak N`: N seeded scenarios from `--seed` on, each with its own
-/// sizes and fault mix; stops at the first failing seed.
+/// sizes and fault mix, on `--jobs` threads; stops at the first failing
+/// seed.
 fn soak(opts: &Options) -> ExitCode {
     let bar = progress::wanted(opts.quiet).then(|| ProgressBar::soak(opts.soak));
-    let (mut bytes, mut restarts) = (0u64, 0u64);
-    let mut failed: Option<(u64, Options, Report)> = None;
-    for n in 0..opts.soak {
-        let seed = opts.seed.wrapping_add(n);
-        let mut o = soak_options(seed);
-        if opts.read_sizes.is_some() {
-            o.read_sizes.clone_from(&opts.read_sizes);
-        }
-        o.ops = opts.ops;
-        if o.ops.writes() {
-            // Plain RDMA WRITEs (the mixed sizes below 256K) have no
-            // responder yet.
-            o.read_sizes = None;
-        }
-        let r = scenario::run_observed(&o, RunFaults::from_options(&o), &mut ());
-        bytes += r.verified_bytes;
-        restarts += r.restarts;
+    let out = run_soak(opts, opts.jobs, &|done, failed, bytes| {
         if let Some(b) = &bar {
-            b.soak_update(n + 1, u64::from(!r.ok()), bytes);
+            b.soak_update(done, failed, bytes);
         }
-        if !r.ok() {
-            failed = Some((n + 1, o, r));
-            break;
-        }
-    }
+    });
     if let Some(b) = &bar {
         b.finish();
     }
+    let (bytes, restarts, failed) = (out.verified_bytes, out.restarts, &out.failed);
     let summary = match &failed {
         Some((n, o, _)) => format!(
             "tid-sim: soak: seed {} FAILED (run {n} of {}); rerun it alone: {}",
@@ -149,8 +132,9 @@ fn soak(opts: &Options) -> ExitCode {
             soak_command(o)
         ),
         None => format!(
-            "tid-sim: soak: {} seeds from {} passed ({bytes} bytes verified, {restarts} restarts)",
-            opts.soak, opts.seed
+            "tid-sim: soak: {} seeds from {} passed ({bytes} bytes verified, {restarts} restarts, \
+             {} threads)",
+            opts.soak, opts.seed, out.jobs
         ),
     };
     if opts.json {
@@ -159,6 +143,7 @@ fn soak(opts: &Options) -> ExitCode {
             "version": env!("CARGO_PKG_VERSION"),
             "soak": opts.soak,
             "first_seed": opts.seed,
+            "jobs": out.jobs,
             "verdict": if failed.is_none() { "PASS" } else { "FAIL" },
             "verified_bytes": bytes,
             "restarts": restarts,

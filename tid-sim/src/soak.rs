@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The seeded scenarios of `--soak`.
+//! The seeded scenarios of `--soak`, and the soak itself: its seeds run
+//! on several threads at once ([`run_soak`]).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cli::{MIXED_READ_SIZES, Options, ReadSizes};
+use crate::report::Report;
 use crate::rng::Rng;
+use crate::scenario::{self, RunFaults};
 
 /// The scenario a soak run with `seed` uses: sizes and a fault mix drawn
 /// from the seed (1..=6 QPs with 1..=3 requests each, or one run in five
@@ -54,4 +60,110 @@ pub fn soak_options(seed: u64) -> Options {
         read_sizes,
         ..Options::default()
     }
+}
+
+/// What a soak found.
+#[derive(Debug)]
+pub struct SoakOutcome {
+    /// Seeds counted: all of them, or those up to and including the first
+    /// failing one.
+    pub runs: u64,
+    /// Bytes the counted runs verified.
+    pub verified_bytes: u64,
+    /// Restarts in the counted runs.
+    pub restarts: u64,
+    /// Threads the seeds ran on.
+    pub jobs: usize,
+    /// The first failing seed in seed order: its place (from 1), its
+    /// scenario and its report.
+    pub failed: Option<(u64, Options, Report)>,
+}
+
+/// One finished seed: its place, bytes, restarts, and its scenario and
+/// report if it failed.
+type Finished = (u64, u64, u64, Option<(Options, Report)>);
+
+/// Runs the soak `opts` asks for (`opts.soak` seeds from `opts.seed` on,
+/// each with [`soak_options`], `opts.read_sizes` overriding the drawn
+/// ones) on `jobs` threads (0: one per CPU), calling `progress(done,
+/// failed, verified_bytes)` after each seed.
+///
+/// Every run is a function of its seed alone, and threads take the seeds
+/// in order, so the outcome is the one a single thread gives: once a seed
+/// fails no later seed is started, the seeds before it (all started
+/// already) still finish, and the first failing seed in seed order is the
+/// one reported; runs and bytes count the seeds up to it.
+pub fn run_soak(
+    opts: &Options,
+    jobs: usize,
+    progress: &(dyn Fn(u64, u64, u64) + Sync),
+) -> SoakOutcome {
+    let jobs = match jobs {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let next = AtomicU64::new(0);
+    let first_failure = AtomicU64::new(u64::MAX);
+    let (done, failures, bytes) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
+    let finished: Mutex<Vec<Finished>> = Mutex::new(Vec::new());
+    let worker = || {
+        let mut mine: Vec<Finished> = Vec::new();
+        loop {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            if n >= opts.soak || n > first_failure.load(Ordering::Relaxed) {
+                break;
+            }
+            let mut o = soak_options(opts.seed.wrapping_add(n));
+            if opts.read_sizes.is_some() {
+                o.read_sizes.clone_from(&opts.read_sizes);
+            }
+            o.ops = opts.ops;
+            if o.ops.writes() {
+                // Plain RDMA WRITEs (the mixed sizes below 256K) have no
+                // responder yet.
+                o.read_sizes = None;
+            }
+            let r = scenario::run_observed(&o, RunFaults::from_options(&o), &mut ());
+            let (verified, restarts) = (r.verified_bytes, r.restarts);
+            let total = bytes.fetch_add(verified, Ordering::Relaxed) + verified;
+            let failed = u64::from(!r.ok());
+            progress(
+                done.fetch_add(1, Ordering::Relaxed) + 1,
+                failures.fetch_add(failed, Ordering::Relaxed) + failed,
+                total,
+            );
+            let bad = (failed == 1).then_some((o, r));
+            if bad.is_some() {
+                first_failure.fetch_min(n, Ordering::Relaxed);
+            }
+            mine.push((n, verified, restarts, bad));
+        }
+        if let Ok(mut f) = finished.lock() {
+            f.append(&mut mine);
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(worker);
+        }
+    });
+    let mut all = finished.into_inner().unwrap_or_default();
+    all.sort_by_key(|f| f.0);
+    let last = first_failure.load(Ordering::Relaxed);
+    let mut out = SoakOutcome {
+        runs: 0,
+        verified_bytes: 0,
+        restarts: 0,
+        jobs,
+        failed: None,
+    };
+    for (n, b, r, bad) in all.into_iter().filter(|f| f.0 <= last) {
+        out.runs += 1;
+        out.verified_bytes += b;
+        out.restarts += r;
+        if let Some((o, rep)) = bad {
+            out.failed.get_or_insert((n + 1, o, rep));
+        }
+    }
+    out
 }
