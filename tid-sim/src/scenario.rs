@@ -81,6 +81,7 @@ use crate::rng::Rng;
 use crate::series::{Sample, Series};
 pub use crate::soak::soak_options;
 
+mod held;
 mod hooks;
 mod timers;
 mod write;
@@ -659,10 +660,7 @@ impl<'a, O: Observer> Scenario<'a, O> {
                 .or_default() += n;
         }
         *rep.drops.entry("malformed".into()).or_default() += rep.malformed;
-        let leaks = self.nodes.leaks(&mut self.root);
-        rep.leaked = leaks.iter().map(|(k, v)| (k.to_string(), v)).collect();
-        // Destroy every QP; what it gives back was counted above.
-        let _ = self.nodes.teardown(&mut self.root);
+        self.held_at_end(&mut rep);
         rep
     }
 
