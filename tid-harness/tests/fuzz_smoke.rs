@@ -135,6 +135,13 @@ fn replay() -> usize {
 ///   first PSN (`hfi1_tid_rdma_restart_req()`): with both taken out the
 ///   drain is stuck (a restart inside the segment that is gone); either
 ///   one alone saves it.
+/// - `requester_rx/a-later-response-during-a-restart-keeps-the-timer`:
+///   the retry timer kept running when a later READ's last packet comes
+///   while a restart is already asked for (`do_rc_ack()`'s
+///   `set_restart_qp()` and `bail_stop`): a forged copy of a last packet
+///   with a NAK AETH puts `s_last_psn` inside the segment, the restart
+///   asks for part of it, which the responder ignores, and with 6.1's
+///   rule (timers stopped) the drain is stuck with no timer armed.
 #[test]
 fn fuzz_regressions() {
     replay();

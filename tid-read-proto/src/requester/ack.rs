@@ -192,8 +192,7 @@ impl<P: FlowPlatform> Requester<P> {
                 op == RespOp::TidReadResp
             };
             if !own_last || diff != 0 {
-                self.set_restart_qp(env);
-                self.stop_timers();
+                self.restart_for_a_later_response(env);
                 return false;
             }
             if plain {
@@ -341,6 +340,28 @@ impl<P: FlowPlatform> Requester<P> {
             self.restart_rc(env, self.last_psn.add(1), false);
             env.schedule();
         }
+    }
+
+    /// A response (or ACK) for a later operation than the oldest
+    /// unfinished READ: that READ's response was lost. Asks for the
+    /// restart and stops the timers, as `do_rc_ack()` does
+    /// (`set_restart_qp()`, `bail_stop`), unless a restart was already
+    /// asked for in this episode.
+    ///
+    /// Deviation: then the retry timer keeps running. 6.1 stops it
+    /// there too, and `set_restart_qp()` does nothing while
+    /// `RVT_R_RDMAR_SEQ` is set, so if the restarted READ's responses are
+    /// lost (or dropped as behind the flow) once more, nothing arms the
+    /// timer again and the QP hangs; with the timer running, its expiry
+    /// restarts again and spends the retry budget, which ends the episode
+    /// (`tid-harness`'s `fuzz_regressions`,
+    /// `requester_rx/a-later-response-during-a-restart-keeps-the-timer`).
+    pub(super) fn restart_for_a_later_response(&mut self, env: &mut Env<'_, '_, P>) {
+        if self.flags.rdmar_seq {
+            return;
+        }
+        self.set_restart_qp(env);
+        self.stop_timers();
     }
 
     /// A plain READ finished: it is no longer outstanding.

@@ -97,6 +97,12 @@
 //!   running** (6.1's `bail_stop` stops it, and with the segment's last
 //!   response lost nothing arms it again: a forged packet hangs the QP;
 //!   `reserved_aeth_code_does_not_stop_the_retry_timer`).
+//! - **A later READ's response during a restart keeps the retry timer
+//!   running** (6.1's `set_restart_qp()` does nothing while
+//!   `RVT_R_RDMAR_SEQ` is set and `bail_stop` stops the timer: if the
+//!   restarted READ's responses are lost or dropped once more, nothing
+//!   arms it again and the QP hangs; `tid-harness`'s `fuzz_regressions`,
+//!   `requester_rx/a-later-response-during-a-restart-keeps-the-timer`).
 //! - **An ACK that stops a running RNR timer schedules the send engine**
 //!   (6.1 clears `RVT_S_WAIT_RNR` and wakes nothing: a forged RNR NAK on a
 //!   response hangs the QP;

@@ -177,8 +177,7 @@ impl<P: FlowPlatform> Requester<P> {
         if i != oldest {
             // The last packet of a later READ's segment: an earlier READ's
             // response was lost. Restart, keeping this segment as it is.
-            self.set_restart_qp(env);
-            self.stop_timers();
+            self.restart_for_a_later_response(env);
             self.stats.resp_dropped += 1;
             return Ok(RespVerdict::Dropped);
         }
