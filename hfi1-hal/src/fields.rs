@@ -492,6 +492,13 @@ mod tests {
         assert_eq!(last.raw(), 0x4FFF_FFFF);
         assert!(!last.sh() && !last.intr() && last.om());
         assert_eq!(last.flags(), Kdeth0Flags::OM);
+        // Setting bits sets them and keeps every other field, whether they
+        // were clear or set already.
+        assert_eq!(
+            last.with_flags(Kdeth0Flags::SH | Kdeth0Flags::INTR, true),
+            k
+        );
+        assert_eq!(k.with_flags(Kdeth0Flags::OM | Kdeth0Flags::SH, true), k);
     }
 
     #[test]
@@ -504,6 +511,14 @@ mod tests {
         let s = r.with_ctrl(FlowCtrl::SEQ_MISMATCH | FlowCtrl::GEN_MISMATCH, false);
         assert_eq!(s.raw(), r.raw() & !(3 << 37));
         assert_eq!(s.next_psn(), r.next_psn());
+        assert_eq!(
+            s.with_ctrl(FlowCtrl::SEQ_MISMATCH | FlowCtrl::GEN_MISMATCH, true),
+            r
+        );
+        assert_eq!(
+            r.with_ctrl(FlowCtrl::FLOW_VALID | FlowCtrl::SEQ_MISMATCH, true),
+            r
+        );
         assert_eq!(
             r.with(FlowTableReg::HDR_SUPP_EN, false),
             r.with_ctrl(FlowCtrl::HDR_SUPP_EN, false)

@@ -214,6 +214,18 @@ bitflags! {
 mod tests {
     use super::*;
 
+    /// Each wait test reads its own bit only.
+    #[test]
+    fn each_wait_test_reads_its_own_bit() {
+        let none = SFlags::empty();
+        assert!(!none.waiting() && !none.waiting_kmem());
+        let kmem = SFlags::WAIT_KMEM;
+        assert!(kmem.waiting_kmem() && !kmem.waiting());
+        let tid = SFlags::WAIT_TID_SPACE;
+        assert!(tid.waiting() && !tid.waiting_kmem());
+        assert!(SFlags::all().waiting() && SFlags::all().waiting_kmem());
+    }
+
     #[test]
     fn unnamed_bits_survive_changes() {
         let mut f = SFlags::from_bits_retain(0x0080_0001 | SFlags::WAIT_TID_SPACE.bits());

@@ -782,6 +782,23 @@ mod tests {
         }
     }
 
+    /// The context's flow table is 32 records (SPEC 2, the driver's
+    /// `flows[RXE_NUM_TID_FLOWS]`), each a `tid_flow_state`, and a QP's
+    /// flow state is one such record.
+    #[test]
+    fn the_flow_table_field_is_thirty_two_flow_records() {
+        let size = |s: &str, f: &str| {
+            FIELDS
+                .iter()
+                .flat_map(|t| t.iter())
+                .find(|x| x.c_struct == s && x.c_field == f)
+                .map(|x| x.size)
+        };
+        let one = size_of::<CTidFlowState>();
+        assert_eq!(size("hfi1_ctxtdata", "flows"), Some(32 * one));
+        assert_eq!(size("hfi1_qp_priv", "flow_state"), Some(one));
+    }
+
     #[test]
     fn every_value_and_field_is_named_once() {
         let mut names: alloc::vec::Vec<_> = VALUES.iter().map(|v| v.c_name).collect();
