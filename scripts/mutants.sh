@@ -26,9 +26,11 @@
 #   --force         rerun units that are done
 #   --shard K/N     run one shard of each unit (cargo-mutants --shard); the
 #                   unit directory gets a "#K-N" suffix
-#   --iterate       skip mutants caught in this unit's previous run
-#                   (cargo-mutants --iterate); the table then counts only the
-#                   mutants run this time
+#   --iterate       run again only what the unit's previous runs did not
+#                   catch or find unviable (cargo-mutants --iterate), after
+#                   adding tests; the table adds the earlier runs' caught and
+#                   unviable mutants (kept in caught-before.txt and
+#                   unviable-before.txt) to this run's
 #   --max-load L    before each unit, wait while the 1-minute load average
 #                   is above L (default 3: the machine is shared)
 #   --summary       print the table and exit
@@ -171,8 +173,18 @@ run_unit() {
         echo "mutants.sh: $unit is done ($dir/done); --force runs it again"
         return
     fi
-    [ "$ITERATE" = 1 ] || rm -rf "$dir/mutants.out" "$dir/mutants.out.old"
-    [ "$ITERATE" = 0 ] || args+=(--iterate)
+    if [ "$ITERATE" = 1 ]; then
+        args+=(--iterate)
+        # Keep what earlier runs caught or found unviable: cargo-mutants
+        # skips those names and this run's outcomes omit them.
+        local f
+        for f in caught unviable; do
+            [ -f "$dir/mutants.out/$f.txt" ] && cat "$dir/mutants.out/$f.txt" >>"$dir/$f-before.txt"
+        done
+    else
+        rm -rf "$dir/mutants.out" "$dir/mutants.out.old" "$dir/caught-before.txt" \
+            "$dir/unviable-before.txt"
+    fi
     rm -f "$dir/done"
     mkdir -p "$dir"
     wait_for_load
@@ -238,6 +250,14 @@ for unit in sorted(os.listdir(root)):
     with open(out) as f:
         o = json.load(f)
     n = {"CaughtMutant": 0, "MissedMutant": 0, "Timeout": 0, "Unviable": 0}
+    # Earlier runs of an iterated unit: what they caught or found unviable
+    # (not run again this time).
+    this_run = {oc["scenario"]["Mutant"]["name"] for oc in o["outcomes"] if isinstance(oc["scenario"], dict)}
+    for kind, key in (("caught", "CaughtMutant"), ("unviable", "Unviable")):
+        p = os.path.join(root, unit, kind + "-before.txt")
+        if os.path.isfile(p):
+            before = {l.strip() for l in open(p) if l.strip()}
+            n[key] += len(before - this_run)
     equivalent = 0
     for oc in o["outcomes"]:
         s = oc["summary"]
