@@ -408,41 +408,40 @@ fn race(nqp: u32, free_flows: u32, work: Work, need: Need) -> (u64, u64) {
     )
 }
 
-/// Two QPs, one free flow: they race on the flow queue; the trigger work
-/// runs on the releasing thread.
-#[test]
-fn two_qps_one_flow() {
-    explore("two_qps_one_flow", 3, || {
-        race(2, 1, Work::Inline, Need::FlowAndSegment);
-    });
+/// A [`race`] model as a test: its name, preemption bound, QPs, free
+/// flows and where the trigger work runs.
+macro_rules! race_model {
+    ($(#[$doc:meta])* $name:ident, $bound:expr, $qps:expr, $flows:expr, $work:expr) => {
+        $(#[$doc])*
+        #[test]
+        fn $name() {
+            explore(stringify!($name), $bound, || {
+                race($qps, $flows, $work, Need::FlowAndSegment);
+            });
+        }
+    };
 }
 
-/// Two QPs, two flows, one TID group that one segment fills: they race on
-/// the RcvArray queue, with the trigger work run by either thread.
-#[test]
-fn two_qps_one_group() {
-    explore("two_qps_one_group", 2, || {
-        race(2, 2, Work::Inline, Need::FlowAndSegment);
-    });
-}
-
-/// Three QPs on one flow and one group, the work run inline.
-#[test]
-fn three_qps() {
-    explore("three_qps", 1, || {
-        race(3, 1, Work::Inline, Need::FlowAndSegment);
-    });
-}
-
-/// Two QPs on one flow, the trigger work run by a worker thread of its
-/// own: the wake-up crosses threads, and the worker may run before, during
-/// or after the release that queued it.
-#[test]
-fn two_qps_one_flow_worker() {
-    explore("two_qps_one_flow_worker", 2, || {
-        race(2, 1, Work::Worker, Need::FlowAndSegment);
-    });
-}
+race_model!(
+    /// Two QPs, one free flow: they race on the flow queue; the trigger
+    /// work runs on the releasing thread.
+    two_qps_one_flow, 3, 2, 1, Work::Inline
+);
+race_model!(
+    /// Two QPs, two flows, one TID group that one segment fills: they race
+    /// on the RcvArray queue, with the trigger work run by either thread.
+    two_qps_one_group, 2, 2, 2, Work::Inline
+);
+race_model!(
+    /// Three QPs on one flow and one group, the work run inline.
+    three_qps, 1, 3, 1, Work::Inline
+);
+race_model!(
+    /// Two QPs on one flow, the trigger work run by a worker thread of its
+    /// own: the wake-up crosses threads, and the worker may run before,
+    /// during or after the release that queued it.
+    two_qps_one_flow_worker, 2, 2, 1, Work::Worker
+);
 
 /// Three QPs on two flows and one TID group, the work on a worker, all
 /// starting at once: some interleavings queue a QP for RcvArray space.
@@ -507,6 +506,53 @@ fn three_qps_two_queues_worker() {
     });
 }
 
+/// A QP's request and its pages.
+type Req = (TidRequest<Checked>, Vec<Sge>);
+
+/// The start of the flush and destroy models: QP 0 holds the only flow,
+/// QP 1 waits on the flow queue and QP 2 behind it, a worker runs the
+/// trigger work, and QP 2's thread sleeps until woken, then gets the
+/// flow and gives it back. Returns the world, QP 0's and QP 1's requests
+/// and the threads.
+fn one_holder_two_waiters() -> (Arc<World>, Req, Req, [loom::thread::JoinHandle<()>; 2]) {
+    let w = Arc::new(World::new(3, 1, Work::Worker, Need::Flow));
+    let (mut req0, sges0) = w.request(0);
+    w.acquire(0, false, &mut req0, &sges0);
+    let one = w.queue_up(1);
+    let (mut req2, sges2) = w.queue_up(2);
+    let worker = {
+        let w = Arc::clone(&w);
+        spawn(move || w.worker())
+    };
+    let behind = {
+        let w = Arc::clone(&w);
+        spawn(move || {
+            w.acquire(2, true, &mut req2, &sges2);
+            w.release(2, &mut req2);
+            req2.clean_swqe().unwrap();
+        })
+    };
+    (w, (req0, sges0), one, [worker, behind])
+}
+
+/// The end of the flush and destroy models: QP 0 gives its flow back
+/// (its wake-up goes to the head), `other` and QP 2 finish, the worker
+/// stops, and everything must be back.
+fn release_and_finish(
+    w: &World,
+    mut req0: Req,
+    other: loom::thread::JoinHandle<()>,
+    [worker, behind]: [loom::thread::JoinHandle<()>; 2],
+) {
+    w.release(0, &mut req0.0);
+    req0.0.clean_swqe().unwrap();
+    other.join().unwrap();
+    behind.join().unwrap();
+    w.stop_worker();
+    worker.join().unwrap();
+    w.check_end();
+}
+
 /// QP 0 holds the only flow; QP 1 waits on the flow queue, QP 2 behind it.
 /// Then, at once: QP 0 releases its flow (its wake-up goes to QP 1, the
 /// head); QP 1 is reset (`flush_wait`) and posts again; QP 2 sleeps until
@@ -517,15 +563,7 @@ fn three_qps_two_queues_worker() {
 #[test]
 fn flush_races_a_queued_wakeup() {
     explore("flush_races_a_queued_wakeup", 1, || {
-        let w = Arc::new(World::new(3, 1, Work::Worker, Need::Flow));
-        let (mut req0, sges0) = w.request(0);
-        w.acquire(0, false, &mut req0, &sges0);
-        let (mut req1, sges1) = w.queue_up(1);
-        let (mut req2, sges2) = w.queue_up(2);
-        let worker = {
-            let w = Arc::clone(&w);
-            spawn(move || w.worker())
-        };
+        let (w, req0, (mut req1, sges1), threads) = one_holder_two_waiters();
         let reset = {
             let w = Arc::clone(&w);
             spawn(move || {
@@ -535,21 +573,7 @@ fn flush_races_a_queued_wakeup() {
                 req1.clean_swqe().unwrap();
             })
         };
-        let behind = {
-            let w = Arc::clone(&w);
-            spawn(move || {
-                w.acquire(2, true, &mut req2, &sges2);
-                w.release(2, &mut req2);
-                req2.clean_swqe().unwrap();
-            })
-        };
-        w.release(0, &mut req0);
-        req0.clean_swqe().unwrap();
-        reset.join().unwrap();
-        behind.join().unwrap();
-        w.stop_worker();
-        worker.join().unwrap();
-        w.check_end();
+        release_and_finish(&w, req0, reset, threads);
     });
 }
 
@@ -567,15 +591,7 @@ fn destroy_races_a_queued_wakeup() {
     let found_flushed = Arc::new(AtomicU64::new(0));
     let (fw, ff) = (Arc::clone(&found_waiting), Arc::clone(&found_flushed));
     explore("destroy_races_a_queued_wakeup", 1, move || {
-        let w = Arc::new(World::new(3, 1, Work::Worker, Need::Flow));
-        let (mut req0, sges0) = w.request(0);
-        w.acquire(0, false, &mut req0, &sges0);
-        let (mut req1, _) = w.queue_up(1);
-        let (mut req2, sges2) = w.queue_up(2);
-        let worker = {
-            let w = Arc::clone(&w);
-            spawn(move || w.worker())
-        };
+        let (w, req0, (mut req1, _), threads) = one_holder_two_waiters();
         let destroy = {
             let w = Arc::clone(&w);
             spawn(move || {
@@ -583,21 +599,7 @@ fn destroy_races_a_queued_wakeup() {
                 req1.clean_swqe().unwrap();
             })
         };
-        let behind = {
-            let w = Arc::clone(&w);
-            spawn(move || {
-                w.acquire(2, true, &mut req2, &sges2);
-                w.release(2, &mut req2);
-                req2.clean_swqe().unwrap();
-            })
-        };
-        w.release(0, &mut req0);
-        req0.clean_swqe().unwrap();
-        destroy.join().unwrap();
-        behind.join().unwrap();
-        w.stop_worker();
-        worker.join().unwrap();
-        w.check_end();
+        release_and_finish(&w, req0, destroy, threads);
         let (yes, no) = &w.resumed[1];
         fw.fetch_add(yes.load(Relaxed), Relaxed);
         ff.fetch_add(no.load(Relaxed), Relaxed);
