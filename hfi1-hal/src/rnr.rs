@@ -184,6 +184,10 @@ mod tests {
             EgressRate::from_link(OPA_LINK_SPEED_25G, OPA_LINK_WIDTH_3X).mbps(),
             75_000
         );
+        assert_eq!(
+            EgressRate::from_link(OPA_LINK_SPEED_25G, OPA_LINK_WIDTH_2X).mbps(),
+            50_000
+        );
         // 1 segment at 12.5 Gb/s: 167 µs, eight times the 100 Gb/s wait.
         assert_eq!(tid_rnr_timeout_us(1, slow), 167);
         assert_eq!(EgressRate::from_mbps(7), None);

@@ -290,7 +290,36 @@ impl<R: QpRef> QpTimers<R> for SimTimers<R> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::lock_order::LockToken;
     use crate::sim::SimRef;
+
+    /// The engine takes the timers by borrow: arming and cancelling through
+    /// it act on the owner's timers, and cancel answers whether it stopped
+    /// one. Each timer has its own index, in the order of `ALL`.
+    #[test]
+    fn timers_work_through_a_borrow_and_each_has_its_index() {
+        fn run(t: impl QpTimers<SimRef<u32>>, q: &SimRef<u32>) -> [bool; 4] {
+            t.arm(q, QpTimer::Rnr, 10);
+            t.arm(q, QpTimer::Reap, 10);
+            let mut root = LockToken::root();
+            [
+                t.cancel(q, QpTimer::Rnr),
+                t.cancel(q, QpTimer::Rnr),
+                t.cancel_sync(q, QpTimer::Reap, &mut root),
+                t.cancel_sync(q, QpTimer::Reap, &mut root),
+            ]
+        }
+        let q = SimRef::new(1u32);
+        let t = SimTimers::new();
+        assert_eq!(run(&t, &q), [true, false, true, false]);
+        assert_eq!(t.pending(), 0);
+        t.arm(&q, QpTimer::TidRetry, 5);
+        assert!(t.is_armed(&q, QpTimer::TidRetry));
+        assert!(t.cancel(&q, QpTimer::TidRetry));
+        let idx: alloc::vec::Vec<usize> = QpTimer::ALL.iter().map(|t| t.index()).collect();
+        assert_eq!(idx, [0, 1, 2, 3]);
+        assert_eq!(q.live_refs(), 1);
+    }
 
     #[test]
     fn fires_at_or_after_the_deadline_once_and_rearm_moves_it() {
