@@ -189,8 +189,10 @@ run_unit() {
     mkdir -p "$dir"
     wait_for_load
     echo "mutants.sh: $unit -> $dir"
-    local start
+    local start tree
     start=$(date +%s)
+    # cargo-mutants copies the tree now: record what it tests.
+    tree="$(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (dirty)')"
     rc=0
     # Niced: the machine is shared, and the other work should not wait.
     nice -n 19 cargo mutants "${args[@]}" --output "$dir" -- "${TEST_ARGS[@]}" || rc=$?
@@ -201,7 +203,7 @@ run_unit() {
         {
             echo "exit $rc"
             echo "seconds $(($(date +%s) - start))"
-            echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD || echo ' (dirty)')"
+            echo "commit $tree"
             echo "cargo mutants ${args[*]} -- ${TEST_ARGS[*]}"
         } >"$dir/done"
         ;;
