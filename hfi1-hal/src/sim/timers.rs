@@ -293,6 +293,60 @@ mod tests {
     use crate::lock_order::LockToken;
     use crate::sim::SimRef;
 
+    /// A timer is armed, with its deadline, only for its own QP and kind
+    /// and only until its expiry starts; an injected expiry of an armed
+    /// timer turns it into that expiry (one, not two); a cancel that loses
+    /// the race only does so once the deadline has come, and only for its
+    /// own timer. Every count moves once per event.
+    #[test]
+    fn each_timer_is_its_own_qps_and_kinds() {
+        let a = SimRef::new(1u32);
+        let b = SimRef::new(2u32);
+        let t = SimTimers::new();
+        t.advance_to(7);
+        assert_eq!(t.now(), 7);
+        t.arm(&a, QpTimer::Rnr, 10);
+        assert!(t.is_armed(&a, QpTimer::Rnr));
+        assert!(!t.is_armed(&b, QpTimer::Rnr) && !t.is_armed(&a, QpTimer::Reap));
+        assert_eq!(t.deadline(&a, QpTimer::Rnr), Some(17));
+        assert_eq!(
+            (t.deadline(&b, QpTimer::Rnr), t.deadline(&a, QpTimer::Reap)),
+            (None, None)
+        );
+        assert!(!t.cancel(&b, QpTimer::Rnr) && !t.cancel(&a, QpTimer::Reap));
+        t.inject(&a, QpTimer::Rnr);
+        assert!(!t.is_armed(&a, QpTimer::Rnr) && t.deadline(&a, QpTimer::Rnr).is_none());
+        assert_eq!(t.pending(), 1, "the armed timer became the expiry");
+        assert!(
+            t.pop_due()
+                .is_some_and(|(r, k)| QpRef::same(&r, &a) && k == QpTimer::Rnr)
+        );
+        assert!(t.pop_due().is_none());
+        t.inject(&b, QpTimer::Reap);
+        assert!(
+            t.pop_due()
+                .is_some_and(|(r, k)| QpRef::same(&r, &b) && k == QpTimer::Reap)
+        );
+        t.lose_cancel_races(true);
+        t.arm(&a, QpTimer::RcRetry, 5);
+        t.arm(&b, QpTimer::RcRetry, 50);
+        t.advance_to(20);
+        assert!(t.cancel(&b, QpTimer::RcRetry), "not yet due: stopped");
+        assert!(!t.cancel(&a, QpTimer::RcRetry), "due: the expiry won");
+        let mut root = LockToken::root();
+        assert!(
+            !t.cancel_sync(&a, QpTimer::RcRetry, &mut root),
+            "it had started"
+        );
+        let s = t.stats();
+        assert_eq!(
+            (s.injected, s.fired, s.cancelled, s.lost_races),
+            (2, 2, 1, 1)
+        );
+        assert!(alloc::format!("{t:?}").starts_with("SimTimers { now: 20, pending: 0"));
+        assert_eq!((a.live_refs(), b.live_refs()), (1, 1));
+    }
+
     /// The engine takes the timers by borrow: arming and cancelling through
     /// it act on the owner's timers, and cancel answers whether it stopped
     /// one. Each timer has its own index, in the order of `ALL`.
