@@ -114,6 +114,9 @@ fn leaving_anywhere_keeps_the_queue_in_order() {
     };
     leave(&mut w, &mut flags[1], 1);
     assert_eq!(order(&w), [0, 2, 3]);
+    join(&mut w, &mut flags[4], 4, QueueKind::Flow);
+    assert_eq!(order(&w), [0, 2, 3, 4], "the tail stayed where it was");
+    leave(&mut w, &mut flags[4], 4);
     leave(&mut w, &mut flags[3], 3);
     assert_eq!(order(&w), [0, 2]);
     join(&mut w, &mut flags[3], 3, QueueKind::Flow);
