@@ -154,8 +154,10 @@ run_unit() {
     if [ -n "${MUTANTS_TEST_ARGS+set}" ]; then
         read -r -a TEST_ARGS <<<"$MUTANTS_TEST_ARGS"
     fi
+    # --gitignore: the copy leaves out git-ignored scratch (a running fuzz
+    # campaign's files come and go while the tree is copied).
     local args=(--package "$crate" --all-features --timeout "$TIMEOUT"
-        --build-timeout 900 --jobs "$JOBS" --no-shuffle)
+        --build-timeout 900 --jobs "$JOBS" --no-shuffle --gitignore true)
     if [ -n "$globs" ]; then
         local g
         IFS=, read -r -a gl <<<"$globs"
