@@ -301,13 +301,14 @@ mod tests {
         m.read(10 * 4096 + 100, &mut back).unwrap();
         assert_eq!(back, data);
         assert_eq!(
-            m.write(11 * 4096 + 4000, &[0; 200]),
+            m.write(11 * 4096 + 4000, &[7; 200]),
             Err(UnmappedPage { addr: 12 * 4096 })
         );
-        // Nothing was written by the failed call.
-        let mut one = [9u8; 1];
-        m.read(11 * 4096 + 4000, &mut one).unwrap();
-        assert_eq!(one, [0]);
+        // Nothing was written by the failed call, not even on the page
+        // that exists.
+        let mut back = [9u8; 96];
+        m.read(11 * 4096 + 4000, &mut back).unwrap();
+        assert_eq!(back, [0; 96]);
     }
 
     #[test]

@@ -327,6 +327,18 @@ mod tests {
             t.pop_due()
                 .is_some_and(|(r, k)| QpRef::same(&r, &b) && k == QpTimer::Reap)
         );
+        // Another QP's armed timer of the same kind is not the one an
+        // injection turns into its expiry; an expiry already started goes
+        // before a timer that is merely due.
+        t.arm(&a, QpTimer::Rnr, 1);
+        t.advance_to(8);
+        t.inject(&b, QpTimer::Rnr);
+        assert!(t.is_armed(&a, QpTimer::Rnr));
+        assert!(
+            t.pop_due().is_some_and(|(r, _)| QpRef::same(&r, &b)),
+            "started first"
+        );
+        assert!(t.pop_due().is_some_and(|(r, _)| QpRef::same(&r, &a)));
         t.lose_cancel_races(true);
         t.arm(&a, QpTimer::RcRetry, 5);
         t.arm(&b, QpTimer::RcRetry, 50);
@@ -341,7 +353,7 @@ mod tests {
         let s = t.stats();
         assert_eq!(
             (s.injected, s.fired, s.cancelled, s.lost_races),
-            (2, 2, 1, 1)
+            (3, 4, 1, 1)
         );
         assert!(alloc::format!("{t:?}").starts_with("SimTimers { now: 20, pending: 0"));
         assert_eq!((a.live_refs(), b.live_refs()), (1, 1));
