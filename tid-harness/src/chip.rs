@@ -12,9 +12,9 @@
 //! into the responder's scattered region pages and hands software only
 //! a segment's last packet, or a packet with an error.
 
-use hfi1_hal::FlowPsn;
 use hfi1_hal::lock_order::{LockToken, RLock};
 use hfi1_hal::sim::{ExpectedOutcome, ExpectedPacket, RcvError, SimContext, SimMemory};
+use hfi1_hal::{FlowPsn, Kdeth0};
 use qp_wait::SGuard;
 use tid_flow::{FlowPlatform, RcvCtxt};
 use tid_read_proto::qp::{self, TidQp};
@@ -43,26 +43,6 @@ pub fn kdeth_error(e: RcvError) -> KdethError {
         RcvError::FlowSeq => KdethError::FlowSeq,
         RcvError::FlowGen => KdethError::FlowGen,
     }
-}
-
-/// The chip's expected receive of one packet into `mem`, under
-/// `exp_lock` (where the software chip's state lives; a real chip takes no
-/// lock).
-///
-/// # Locking
-///
-/// A QP's `s_lock` held (`g`); takes `exp_lock`.
-fn chip_receive<P>(
-    rcd: &RcvCtxt<P>,
-    g: &mut SGuard<'_, P>,
-    mem: &mut SimMemory,
-    pkt: ExpectedPacket<'_>,
-) -> ExpectedOutcome
-where
-    P: FlowPlatform<Chip = SimContext, Ext = TidQp<P>>,
-{
-    let (_, tok) = g.parts();
-    rcd.exp_lock.lock(tok).chip.receive_expected(mem, pkt)
 }
 
 /// One READ_RESP as it arrives: BTH destination QP and flow PSN, the
@@ -100,22 +80,9 @@ pub fn receive_read_resp<P>(
 where
     P: FlowPlatform<Chip = SimContext, Ext = TidQp<P>>,
 {
-    let o = chip_receive(
-        rcd,
-        g,
-        mem,
-        ExpectedPacket {
-            dest_qp: pkt.dest_qp,
-            psn: pkt.psn,
-            kdeth0: pkt.hdr.kdeth.kdeth0,
-            payload: pkt.payload,
-        },
-    );
-    if !o.delivered {
-        return (o, None);
-    }
-    let v = qp::receive_read_resp(rcd, qp, g, pkt.psn, pkt.hdr, o.error.map(kdeth_error));
-    (o, Some(v))
+    let (o, software) = chip_receive(rcd, g, mem, &pkt);
+    let v = software.map(|e| qp::receive_read_resp(rcd, qp, g, pkt.psn, pkt.hdr, e));
+    (o, v)
 }
 
 /// One WRITE_DATA as it arrives at the responder.
@@ -158,24 +125,68 @@ pub fn receive_write_data<P>(
 where
     P: FlowPlatform<Chip = SimContext, Ext = TidQp<P>>,
 {
-    let o = chip_receive(
-        rcd,
-        &mut qp.s_lock.lock(r),
-        mem,
-        ExpectedPacket {
-            dest_qp: pkt.dest_qp,
-            psn: pkt.psn,
-            kdeth0: pkt.hdr.kdeth.kdeth0,
-            payload: pkt.payload,
-        },
-    );
-    if !o.delivered {
-        return (o, None);
-    }
+    let (o, software) = chip_receive(rcd, &mut qp.s_lock.lock(r), mem, &pkt);
     let at = (pkt.psn, pkt.last_of_request);
-    let v = match o.error {
+    let v = software.map(|e| match e {
         None => qp::receive_write_data(rcd, qp, r, at.0, at.1, wmrs),
-        Some(e) => qp::receive_write_data_error(rcd, qp, r, at, kdeth_error(e), wmrs),
-    };
-    (o, Some(v))
+        Some(e) => qp::receive_write_data_error(rcd, qp, r, at, e, wmrs),
+    });
+    (o, v)
+}
+
+/// A TID packet as the chip places it: a READ_RESP at the requester, a
+/// WRITE_DATA at the responder go through the same expected receive.
+trait Placed {
+    /// What the chip reads of the packet.
+    fn expected(&self) -> ExpectedPacket<'_>;
+}
+
+impl Placed for Arriving<'_> {
+    fn expected(&self) -> ExpectedPacket<'_> {
+        packet(self.dest_qp, self.psn, self.hdr.kdeth.kdeth0, self.payload)
+    }
+}
+
+impl Placed for ArrivingData<'_> {
+    fn expected(&self) -> ExpectedPacket<'_> {
+        packet(self.dest_qp, self.psn, self.hdr.kdeth.kdeth0, self.payload)
+    }
+}
+
+/// The chip's view of a TID packet from its BTH and KDETH fields.
+fn packet(dest_qp: u32, psn: FlowPsn, kdeth0: Kdeth0, payload: &[u8]) -> ExpectedPacket<'_> {
+    ExpectedPacket {
+        dest_qp,
+        psn,
+        kdeth0,
+        payload,
+    }
+}
+
+/// The chip's expected receive of `pkt` into `mem`, its placement (the
+/// READ's buffer at the requester, the region pages at the responder),
+/// under `exp_lock` (where the software chip's state lives; a real chip
+/// takes no lock). Returns the chip's outcome and, if the chip hands the
+/// packet to software, the error software receives it with (`None`: no
+/// error).
+///
+/// # Locking
+///
+/// A QP's `s_lock` held (`g`); takes `exp_lock`.
+fn chip_receive<P>(
+    rcd: &RcvCtxt<P>,
+    g: &mut SGuard<'_, P>,
+    mem: &mut SimMemory,
+    pkt: &impl Placed,
+) -> (ExpectedOutcome, Option<Option<KdethError>>)
+where
+    P: FlowPlatform<Chip = SimContext, Ext = TidQp<P>>,
+{
+    let (_, tok) = g.parts();
+    let o = rcd
+        .exp_lock
+        .lock(tok)
+        .chip
+        .receive_expected(mem, pkt.expected());
+    (o, o.delivered.then(|| o.error.map(kdeth_error)))
 }
