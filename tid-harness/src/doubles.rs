@@ -183,10 +183,15 @@ pub struct Region {
 impl Region {
     /// True if `[vaddr, vaddr + len)` lies inside the region.
     pub fn covers(&self, vaddr: u64, len: u64) -> bool {
-        vaddr
-            .checked_add(len)
-            .is_some_and(|end| vaddr >= self.base && end <= self.base.saturating_add(self.len))
+        inside(self.base, self.len, vaddr, len)
     }
+}
+
+/// True if `[vaddr, vaddr + len)` lies inside `[base, base + size)`.
+fn inside(base: u64, size: u64, vaddr: u64, len: u64) -> bool {
+    vaddr
+        .checked_add(len)
+        .is_some_and(|end| vaddr >= base && end <= base.saturating_add(size))
 }
 
 /// A remote-writable memory region of the responder: its pages (one SGE
@@ -215,9 +220,7 @@ impl WritableRegion {
 
     /// True if `[vaddr, vaddr + len)` lies inside the region.
     pub fn covers(&self, vaddr: u64, len: u64) -> bool {
-        vaddr
-            .checked_add(len)
-            .is_some_and(|end| vaddr >= self.base && end <= self.base.saturating_add(self.len()))
+        inside(self.base, self.len(), vaddr, len)
     }
 
     /// The pages behind `[vaddr, vaddr + len)`, both page aligned; empty
@@ -307,16 +310,20 @@ impl Regions {
     }
 }
 
+/// Takes a reference on the first region of `list` that `hit`s; its
+/// index, if that fits a handle (below [`WRITABLE`]).
+fn take_ref<R>(list: &[(R, Cell<u64>)], hit: impl Fn(&R) -> bool) -> Option<u32> {
+    let (i, (_, refs)) = list.iter().enumerate().find(|(_, (r, _))| hit(r))?;
+    let mr = u32::try_from(i).ok().filter(|i| i & WRITABLE == 0)?;
+    refs.set(refs.get() + 1);
+    Some(mr)
+}
+
 impl MrTable for Regions {
     fn get(&self, vaddr: u64, len: u32, rkey: u32) -> Option<u32> {
-        let (i, (_, refs)) = self
-            .regions
-            .iter()
-            .enumerate()
-            .find(|(_, (r, _))| r.rkey == rkey && r.covers(vaddr, u64::from(len)))?;
-        let mr = u32::try_from(i).ok()?;
-        refs.set(refs.get() + 1);
-        Some(mr)
+        take_ref(&self.regions, |r| {
+            r.rkey == rkey && r.covers(vaddr, u64::from(len))
+        })
     }
 
     fn put(&self, mr: u32) {
@@ -329,13 +336,9 @@ impl MrTable for Regions {
 
 impl WriteRegions for Regions {
     fn get_write(&self, vaddr: u64, len: u32, rkey: u32) -> Option<u32> {
-        let (i, (_, refs)) = self
-            .writable
-            .iter()
-            .enumerate()
-            .find(|(_, (r, _))| r.rkey == rkey && r.covers(vaddr, u64::from(len)))?;
-        let mr = u32::try_from(i).ok().filter(|i| i & WRITABLE == 0)?;
-        refs.set(refs.get() + 1);
+        let mr = take_ref(&self.writable, |r| {
+            r.rkey == rkey && r.covers(vaddr, u64::from(len))
+        })?;
         Some(mr | WRITABLE)
     }
 
