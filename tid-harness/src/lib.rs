@@ -14,8 +14,8 @@
 //! - [`doubles`]: the responder's memory regions (counted references,
 //!   misuse counted; remote-writable ones over scattered pages), the data
 //!   pattern behind them, the packet outbox and the page allocator.
-//! - [`chip`]: a READ_RESP through the software chip's expected receive
-//!   and into the requester.
+//! - [`chip`]: a READ_RESP (into the requester) or a WRITE_DATA (into the
+//!   WRITE responder) through the software chip's expected receive.
 //! - [`platform`]: platforms on the software chip ([`sim_platform!`],
 //!   and with feature `std` the ready `SoftPlatform` with the lock-order
 //!   checker).

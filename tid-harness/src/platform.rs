@@ -11,22 +11,6 @@
 //! platform cannot be one generic type (proving such a type a
 //! `FlowPlatform` recurses without end): the macro stamps one out.
 
-#[cfg(feature = "std")]
-use alloc::boxed::Box;
-
-#[cfg(feature = "std")]
-use hfi1_hal::Psn;
-#[cfg(feature = "std")]
-use hfi1_hal::lock_order::NewRawSpinLock;
-#[cfg(feature = "std")]
-use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRef, SimScheduler};
-#[cfg(feature = "std")]
-use qp_wait::{DevCounters, Qp, WaitPlatform};
-#[cfg(feature = "std")]
-use tid_flow::{FlowPlatform, RcvCtxt};
-#[cfg(feature = "std")]
-use tid_read_proto::rc::Connection;
-
 #[cfg(doc)]
 use tid_read_proto::qp::TidQp;
 
@@ -88,81 +72,99 @@ macro_rules! sim_platform {
 }
 
 #[cfg(feature = "std")]
-sim_platform! {
-    /// The software platform of the READ engines: [`TidQp`] under a
-    /// lock-order checked `s_lock`, identity DMA, counted memory.
-    pub enum SoftPlatform { ext: tid_read_proto::qp::TidQp<SoftPlatform> }
-}
+pub use soft::{SoftPlatform, SoftQp, new_ctxt, new_ctxt_for, new_qp};
 
-/// A counted reference to a QP of [`SoftPlatform`].
+/// The ready platform of the host tests and tid-sim (feature `std`).
 #[cfg(feature = "std")]
-pub type SoftQp = SimRef<Qp<SoftPlatform>>;
+mod soft {
+    use alloc::boxed::Box;
 
-/// A new connected QP of [`SoftPlatform`]: see [`crate::world::new_qp`].
-#[cfg(feature = "std")]
-pub fn new_qp(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> SoftQp {
-    crate::world::new_qp(qpn, slot, cpu, conn, psn)
-}
+    use hfi1_hal::Psn;
+    use hfi1_hal::lock_order::NewRawSpinLock;
+    use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRef, SimScheduler};
+    use qp_wait::{DevCounters, Qp, WaitPlatform};
+    use tid_flow::{FlowPlatform, RcvCtxt};
+    use tid_read_proto::rc::Connection;
 
-/// A receive context of [`SoftPlatform`]: see [`new_ctxt_for`].
-///
-/// # Errors
-///
-/// As [`RcvCtxt::new`].
-#[cfg(feature = "std")]
-pub fn new_ctxt(
-    ctxt: u32,
-    ngroups: usize,
-    qp_slots: u32,
-    seed: u64,
-) -> Result<Box<RcvCtxt<SoftPlatform>>, tid_flow::FlowError> {
-    new_ctxt_for(ctxt, ngroups, qp_slots, seed)
-}
+    #[cfg(doc)]
+    use tid_read_proto::qp::TidQp;
 
-/// A receive context numbered `ctxt` on its own software chip (call log
-/// off), with `ngroups` TID groups at RcvArray index 0, room for
-/// `qp_slots` QPs, flow generations drawn from `seed`, on any platform of
-/// the sim's DMA map, memory and device counters.
-///
-/// # Errors
-///
-/// As [`RcvCtxt::new`].
-#[cfg(feature = "std")]
-pub fn new_ctxt_for<P>(
-    ctxt: u32,
-    ngroups: usize,
-    qp_slots: u32,
-    seed: u64,
-) -> Result<Box<RcvCtxt<P>>, tid_flow::FlowError>
-where
-    P: FlowPlatform<
-            Chip = SimContext,
-            Dma = SimDma,
-            Mem = SimAllocator,
-            Dev = alloc::sync::Arc<DevCounters>,
-            Sched = SimScheduler<<P as WaitPlatform>::Ref>,
-        >,
-    P::Lock: NewRawSpinLock,
-{
-    tid_flow::sim::new_ctxt_for::<P>(ctxt, 0, ngroups, qp_slots, seed)
-}
-
-#[cfg(feature = "std")]
-impl crate::world::Node for SoftPlatform {
-    fn new_qp(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> Option<SoftQp> {
-        Some(new_qp(qpn, slot, cpu, conn, psn))
+    sim_platform! {
+        /// The software platform of the READ and WRITE engines: [`TidQp`] under a
+        /// lock-order checked `s_lock`, identity DMA, counted memory.
+        pub enum SoftPlatform { ext: tid_read_proto::qp::TidQp<SoftPlatform> }
     }
 
-    fn new_ctxt(ctxt: u32, ngroups: usize, qp_slots: u32, seed: u64) -> Option<Box<RcvCtxt<Self>>> {
-        new_ctxt(ctxt, ngroups, qp_slots, seed).ok()
+    /// A counted reference to a QP of [`SoftPlatform`].
+    pub type SoftQp = SimRef<Qp<SoftPlatform>>;
+
+    /// A new connected QP of [`SoftPlatform`]: see [`crate::world::new_qp`].
+    pub fn new_qp(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> SoftQp {
+        crate::world::new_qp(qpn, slot, cpu, conn, psn)
     }
 
-    fn live_allocations(mem: &SimAllocator) -> usize {
-        mem.live_allocations()
+    /// A receive context of [`SoftPlatform`]: see [`new_ctxt_for`].
+    ///
+    /// # Errors
+    ///
+    /// As [`RcvCtxt::new`].
+    pub fn new_ctxt(
+        ctxt: u32,
+        ngroups: usize,
+        qp_slots: u32,
+        seed: u64,
+    ) -> Result<Box<RcvCtxt<SoftPlatform>>, tid_flow::FlowError> {
+        new_ctxt_for(ctxt, ngroups, qp_slots, seed)
     }
 
-    fn new_rlock() -> Option<<Self as WaitPlatform>::Lock> {
-        use hfi1_hal::lock_order::{LockLevel, RLock};
-        Some(<Self as WaitPlatform>::Lock::new_with_class(RLock::class()))
+    /// A receive context numbered `ctxt` on its own software chip (call log
+    /// off), with `ngroups` TID groups at RcvArray index 0, room for
+    /// `qp_slots` QPs, flow generations drawn from `seed`, on any platform of
+    /// the sim's DMA map, memory and device counters.
+    ///
+    /// # Errors
+    ///
+    /// As [`RcvCtxt::new`].
+    pub fn new_ctxt_for<P>(
+        ctxt: u32,
+        ngroups: usize,
+        qp_slots: u32,
+        seed: u64,
+    ) -> Result<Box<RcvCtxt<P>>, tid_flow::FlowError>
+    where
+        P: FlowPlatform<
+                Chip = SimContext,
+                Dma = SimDma,
+                Mem = SimAllocator,
+                Dev = alloc::sync::Arc<DevCounters>,
+                Sched = SimScheduler<<P as WaitPlatform>::Ref>,
+            >,
+        P::Lock: NewRawSpinLock,
+    {
+        tid_flow::sim::new_ctxt_for::<P>(ctxt, 0, ngroups, qp_slots, seed)
+    }
+
+    impl crate::world::Node for SoftPlatform {
+        fn new_qp(qpn: u32, slot: u32, cpu: u32, conn: Connection, psn: Psn) -> Option<SoftQp> {
+            Some(new_qp(qpn, slot, cpu, conn, psn))
+        }
+
+        fn new_ctxt(
+            ctxt: u32,
+            ngroups: usize,
+            qp_slots: u32,
+            seed: u64,
+        ) -> Option<Box<RcvCtxt<Self>>> {
+            new_ctxt(ctxt, ngroups, qp_slots, seed).ok()
+        }
+
+        fn live_allocations(mem: &SimAllocator) -> usize {
+            mem.live_allocations()
+        }
+
+        fn new_rlock() -> Option<<Self as WaitPlatform>::Lock> {
+            use hfi1_hal::lock_order::{LockLevel, RLock};
+            Some(<Self as WaitPlatform>::Lock::new_with_class(RLock::class()))
+        }
     }
 }
