@@ -63,6 +63,22 @@ fn responses(pkts: &[Vec<u8>]) -> Vec<(Psn, RespKind)> {
         .collect()
 }
 
+/// The responder answers the request `again` for the last two packets
+/// of a three-packet READ from PSN 0x11 with a FIRST and a LAST, and READ
+/// `wr` completes with them.
+fn completes_from_0x11(p: &mut Pair, again: &[Vec<u8>], wr: u64) {
+    let r = p.answer(again);
+    assert_eq!(
+        responses(&r),
+        [
+            (Psn::new(0x11), RespKind::First),
+            (Psn::new(0x12), RespKind::Last)
+        ]
+    );
+    p.give_requester(&r);
+    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
+}
+
 /// A three-packet plain READ whose MIDDLE is lost: the LAST is out of
 /// sequence, the READ is asked for again from `s_last_psn + 1` (the lost
 /// MIDDLE's PSN, its remote address and length moved on by the packet
@@ -77,10 +93,7 @@ fn responses(pkts: &[Vec<u8>]) -> Vec<(Psn, RespKind)> {
 #[test]
 fn plain_read_middle_lost_restarts_from_s_last_psn() {
     let mut p = Pair::small(16, 1 << 20, 7);
-    let wr = p.post(0, 3);
-    let reqs = p.send();
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let (wr, resps) = p.serve(0, 3);
     assert_eq!(
         responses(&resps),
         [
@@ -98,17 +111,7 @@ fn plain_read_middle_lost_restarts_from_s_last_psn() {
     };
     assert_eq!(bth.psn, Psn::new(0x11));
     assert_eq!(reth.length, 8192, "the two packets not taken");
-    p.give_responder(&again);
-    let r = p.respond();
-    assert_eq!(
-        responses(&r),
-        [
-            (Psn::new(0x11), RespKind::First),
-            (Psn::new(0x12), RespKind::Last)
-        ]
-    );
-    p.give_requester(&r);
-    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
+    completes_from_0x11(&mut p, &again, wr);
     p.teardown_clean();
 }
 
@@ -122,10 +125,7 @@ fn plain_read_middle_lost_restarts_from_s_last_psn() {
 #[test]
 fn plain_read_short_last_completes_loc_len_err() {
     let mut p = Pair::small(16, 1 << 20, 7);
-    let wr = p.post(0, 2);
-    let reqs = p.send();
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let (wr, resps) = p.serve(0, 2);
     assert_eq!(kind(&resps[1]), Kind::PlainResp(Psn::new(0x11)));
     p.give_requester(&resps[..1]);
     p.give_requester(&[shortened(&resps[1], 1024)]);
@@ -146,26 +146,13 @@ fn plain_read_short_last_completes_loc_len_err() {
 #[test]
 fn duplicate_plain_read_request_resends_from_its_psn() {
     let mut p = Pair::small(16, 1 << 20, 7);
-    let wr = p.post(0, 3);
-    let reqs = p.send();
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let (wr, resps) = p.serve(0, 3);
     p.give_requester(&resps[..1]);
     // The MIDDLE and LAST are lost; the timer asks for the rest.
     assert!(p.expire(0));
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::PlainReq(Psn::new(0x11)));
-    p.give_responder(&again);
-    let r = p.respond();
-    assert_eq!(
-        responses(&r),
-        [
-            (Psn::new(0x11), RespKind::First),
-            (Psn::new(0x12), RespKind::Last)
-        ]
-    );
-    p.give_requester(&r);
-    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
+    completes_from_0x11(&mut p, &again, wr);
     assert_eq!(p.resp_stats().duplicates, 1);
     p.teardown_clean();
 }

@@ -64,15 +64,13 @@ fn late_copy_of_a_completed_segment_never_lands_in_a_reused_tid() {
     p.post(1, 4);
     let reqs = p.send();
     assert_eq!(reqs.len(), 2, "A's two segments take the whole context");
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let resps = p.answer(&reqs);
     assert_eq!(resps.len(), 8);
     let late = resps[1].clone();
     p.give_requester(&resps[..4]);
     // B runs now: with 6.1's rule it has A's first segment's entries.
     let b = p.send();
-    p.give_responder(&b);
-    let rb = p.respond();
+    let rb = p.answer(&b);
     let half = rb.len().min(2);
     p.give_requester(&rb[..half]);
     let at = p.give_requester(&[late]);
@@ -97,21 +95,14 @@ fn late_copy_of_a_completed_segment_never_lands_in_a_reused_tid() {
 #[test]
 fn segment_tids_are_released_at_its_last_packet() {
     let mut p = Pair::small(16, 8192, 7);
-    let wr = p.post(0, 2);
-    let reqs = p.send();
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let (wr, resps) = p.serve(0, 2);
     assert_eq!(resps.len(), 2, "two one-page segments");
     assert_eq!(p.n.rcd.dma.live_mappings(), 2);
     p.give_requester(&resps[..1]);
     assert_eq!(p.n.rcd.dma.live_mappings(), 1, "segment 1's mapping went");
-    {
-        let mut root = LockToken::root();
-        let g = p.n.requesters[0].s_lock.lock(&mut root);
-        // A one-page segment reserves a pair of RcvArray entries, as the
-        // kernel's `kern_alloc_tids()` allocates them in pairs.
-        assert_eq!(g.ext.requester.quarantined_entries(), 2);
-    }
+    // A one-page segment reserves a pair of RcvArray entries, as the
+    // kernel's `kern_alloc_tids()` allocates them in pairs.
+    assert_eq!(p.requester(0, |r| r.quarantined_entries()), 2);
     let at = p.give_requester(&resps[..1]);
     assert_eq!(outcome(&at), (false, Some(RcvError::Tid)));
     p.give_requester(&resps[1..]);
@@ -144,8 +135,7 @@ fn flow_kept_while_a_posted_read_is_unfinished() {
     let b = p.post(0, 4);
     let reqs = p.send();
     assert_eq!(reqs.len(), 1, "READ 2 waits for RcvArray space");
-    p.give_responder(&reqs);
-    let r = p.respond();
+    let r = p.answer(&reqs);
     p.give_requester(&r);
     assert_eq!(p.done[0], [(a, WcStatus::Success)]);
     assert_eq!(
@@ -173,10 +163,7 @@ fn flow_kept_while_a_posted_read_is_unfinished() {
 #[test]
 fn read_resp_for_no_request_errors_the_qp() {
     let mut p = Pair::small(16, 8192, 7);
-    let wr = p.post(0, 2);
-    let reqs = p.send();
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let (wr, resps) = p.serve(0, 2);
     let bad = forge_resp(&resps[0], |_, _, h| h.verbs_psn = Psn::new(0x500));
     p.give_requester(&[bad]);
     assert_eq!(p.done[0], [(wr, WcStatus::Flushed)]);
@@ -248,20 +235,12 @@ fn generation(p: &[u8]) -> hfi1_hal::Generation {
 /// Takes `n` of the requester context's hardware flows, as other QPs
 /// would hold them.
 fn take_flows(p: &mut Pair, n: usize) -> Vec<hfi1_hal::FlowIndex> {
-    let mut root = LockToken::root();
-    let mut g = p.n.requesters[0].s_lock.lock(&mut root);
-    let (_, tok) = g.parts();
-    let mut e = p.n.rcd.exp_lock.lock(tok);
-    (0..n).map(|_| e.flows.reserve(None).unwrap()).collect()
+    p.requester_ctxt(|e| (0..n).map(|_| e.flows.reserve(None).unwrap()).collect())
 }
 
 /// Gives back flows [`take_flows`] took.
 fn give_flows(p: &mut Pair, flows: &[hfi1_hal::FlowIndex]) {
-    let mut root = LockToken::root();
-    let mut g = p.n.requesters[0].s_lock.lock(&mut root);
-    let (_, tok) = g.parts();
-    let mut e = p.n.rcd.exp_lock.lock(tok);
-    flows.iter().for_each(|&f| e.flows.release(f));
+    p.requester_ctxt(|e| flows.iter().for_each(|&f| e.flows.release(f)));
 }
 
 /// At a SYNC point the requester gives its hardware flow back to the
@@ -346,8 +325,7 @@ fn seq_error_resp_at_s_psn_passes_the_ib_psn_check() {
     p.post(0, 2);
     let reqs = p.send();
     assert_eq!(reqs.len(), 1, "one segment in flight");
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let resps = p.answer(&reqs);
     // Segment 1 starts at 0x11 = s_psn; a copy ahead of the chip.
     let ahead = forge_resp(&resps[0], |_, psn, h| {
         h.verbs_psn = Psn::new(0x11);
@@ -374,19 +352,14 @@ fn seq_error_resp_at_s_psn_passes_the_ib_psn_check() {
 #[test]
 fn sw_psn_check_uses_the_oldest_segment() {
     let mut p = Pair::small(16, 8192, 7);
-    let wr = p.post(0, 2);
-    let reqs = p.send();
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let (wr, resps) = p.serve(0, 2);
     // Segment 0's packet is lost; segment 1's arrives ahead of the chip.
     let at = p.give_requester(&resps[1..]);
     assert_eq!(outcome(&at).1, Some(RcvError::FlowSeq));
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x10)));
     p.give_responder(&again);
-    p.finish(0);
-    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
-    p.teardown_clean();
+    p.finish_clean(0, &[wr]);
 }
 
 /// A sequence-error packet the chip checked against another QP's flow
@@ -412,8 +385,7 @@ fn seq_error_checked_against_another_qps_flow_restarts_never_kills() {
     let a = p.post(0, 4);
     let b = p.post(1, 4);
     let reqs = p.send();
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let resps = p.answer(&reqs);
     let rb = for_qp(&resps, 1);
     // B's segment 2, its headers naming A.
     let forged = forge_resp(&rb[2], |_, _, h| {
@@ -442,10 +414,7 @@ fn seq_error_checked_against_another_qps_flow_restarts_never_kills() {
 #[test]
 fn sequence_error_restart_spends_the_retry_budget() {
     let mut p = Pair::small(16, 8192, 0);
-    let wr = p.post(0, 2);
-    let reqs = p.send();
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let (wr, resps) = p.serve(0, 2);
     p.give_requester(&resps[1..]);
     assert_eq!(p.done[0], [(wr, WcStatus::RetryExceeded)]);
     p.teardown_clean();
@@ -468,8 +437,7 @@ fn ack_for_a_tid_segment_moves_the_send_cursor_past_it() {
     let wr = p.post(0, 2);
     let reqs = p.send();
     let base = vaddr(&reqs[0]);
-    p.give_responder(&reqs[..1]);
-    let r0 = p.respond();
+    let r0 = p.answer(&reqs[..1]);
     assert!(p.expire(0));
     let _lost = p.send();
     p.give_requester(&[psn_nak(0x10)]);
@@ -478,9 +446,7 @@ fn ack_for_a_tid_segment_moves_the_send_cursor_past_it() {
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x11)));
     assert_eq!(vaddr(&again[0]), base + 4096, "segment 1's bytes");
     p.give_responder(&again);
-    p.finish(0);
-    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
-    p.teardown_clean();
+    p.finish_clean(0, &[wr]);
 }
 
 /// Deviation kept: a restart at a PSN past every segment set up (the
@@ -502,16 +468,13 @@ fn restart_past_every_set_up_segment_goes_on_with_the_next() {
     let wr = p.post(0, 2);
     let reqs = p.send();
     assert_eq!(reqs.len(), 1);
-    p.give_responder(&reqs);
-    let r0 = p.respond();
+    let r0 = p.answer(&reqs);
     p.give_requester(&[psn_nak(0x10)]);
     p.give_requester(&r0);
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x11)));
     p.give_responder(&again);
-    p.finish(0);
-    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
-    p.teardown_clean();
+    p.finish_clean(0, &[wr]);
 }
 
 /// Deviation kept: when a restart re-sends a READ from its start and
@@ -539,16 +502,13 @@ fn resend_resumes_the_walk_after_a_queued_segments_pages() {
     assert!(p.expire(0));
     let one = p.send();
     assert_eq!(one.len(), 1, "segment 0 again");
-    p.give_responder(&one);
-    let r = p.respond();
+    let r = p.answer(&one);
     p.give_requester(&r);
     // Segment 1 again; segment 2 (its pages found) still waits.
     let more = p.send();
     assert_eq!(more.len(), 1);
     assert_eq!(kind(&more[0]), Kind::TidReq(Psn::new(0x14)));
-    p.finish(0);
-    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
-    p.teardown_clean();
+    p.finish_clean(0, &[wr]);
 }
 
 /// Deviation kept: a QP that goes to the error state leaves the TID wait
@@ -582,8 +542,7 @@ fn errored_qp_leaves_the_rcvarray_queue_and_wakes_the_next() {
     // A fatal NAK (remote operational error) for A's READ.
     p.give_requester(&[ack(0x10, 0x63)]);
     assert_eq!(p.done[0], [(a, WcStatus::RemoteOperational)]);
-    p.give_responder(&rc);
-    let r = p.respond();
+    let r = p.answer(&rc);
     p.give_requester(&r);
     p.finish(1);
     assert_eq!(p.done[2], [(c, WcStatus::Success)]);
@@ -608,10 +567,7 @@ fn errored_qp_leaves_the_rcvarray_queue_and_wakes_the_next() {
 #[test]
 fn late_last_packet_after_a_restart_does_not_wrap_the_read_count() {
     let mut p = Pair::small(16, 8192, 7);
-    let wr = p.post(0, 3);
-    let reqs = p.send();
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let (wr, resps) = p.serve(0, 3);
     let (last, _) = split_last(&resps);
     assert_eq!(last.len(), 3);
     assert!(p.expire(0));
@@ -623,16 +579,10 @@ fn late_last_packet_after_a_restart_does_not_wrap_the_read_count() {
     let rest = p.send();
     assert_eq!(rest.len(), 1, "segment 2 requested again");
     assert_eq!(kind(&rest[0]), Kind::TidReq(Psn::new(0x12)));
-    {
-        let mut root = LockToken::root();
-        let g = p.n.requesters[0].s_lock.lock(&mut root);
-        assert_eq!(g.ext.requester.reads_outstanding(), 1);
-    }
+    assert_eq!(p.requester(0, |r| r.reads_outstanding()), 1);
     p.give_responder(&one);
     p.give_responder(&rest);
-    p.finish(0);
-    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
-    p.teardown_clean();
+    p.finish_clean(0, &[wr]);
 }
 
 /// Deviation kept: an expiry restarts from the oldest TID READ's oldest
@@ -673,17 +623,14 @@ fn expiry_restarts_from_a_segment_a_psn_nak_passed() {
     p.give_requester(&nak);
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x12)));
-    p.give_responder(&again);
-    let later = p.respond();
+    let later = p.answer(&again);
     // The first sequence error restarts from segment 1; that request is
     // lost as well.
     p.give_requester(&later[..1]);
     let lost = p.send();
     assert_eq!(kind(&lost[0]), Kind::TidReq(Psn::new(0x11)));
     p.give_requester(&later[1..]);
-    p.finish(0);
-    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
-    p.teardown_clean();
+    p.finish_clean(0, &[wr]);
 }
 
 /// Deviation kept: a segment's last READ_RESP whose AETH is not an ACK
@@ -705,17 +652,12 @@ fn expiry_restarts_from_a_segment_a_psn_nak_passed() {
 #[test]
 fn last_packet_with_a_nak_aeth_keeps_its_segment() {
     let mut p = Pair::small(16, 8192, 7);
-    let wr = p.post(0, 2);
-    let reqs = p.send();
-    p.give_responder(&reqs);
-    let resps = p.respond();
+    let (wr, resps) = p.serve(0, 2);
     let forged = forge_resp(&resps[0], |_, _, h| h.aeth.syndrome = 0x60);
     p.give_requester(&[forged]);
     assert!(p.done[0].is_empty());
     let again = p.send();
     assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x10)));
     p.give_responder(&again);
-    p.finish(0);
-    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
-    p.teardown_clean();
+    p.finish_clean(0, &[wr]);
 }

@@ -9,12 +9,13 @@ pub mod capture;
 
 use hfi1_hal::Psn;
 use hfi1_hal::lock_order::LockToken;
+use tid_flow::ExpState;
 use tid_flow::Sge;
 use tid_harness::platform::SoftPlatform;
 use tid_harness::world::{AtRequester, AtResponder, Done, Setup, TwoNodes};
 use tid_read_proto::packet::{self, Parsed};
 use tid_read_proto::rc::{QpState, WcStatus};
-use tid_read_proto::requester::ReqStats;
+use tid_read_proto::requester::{ReqStats, Requester};
 use tid_read_proto::responder::{ReqVerdict, RespStats};
 
 /// Two nodes and the packets between them.
@@ -85,6 +86,49 @@ impl Pair {
         self.n
             .post(i, sges, &mut LockToken::root())
             .expect("the post is accepted")
+    }
+
+    /// The opening of most scenarios: posts a READ of `pages` scattered
+    /// pages on QP `i`, carries its requests to the responder and runs
+    /// it; returns the READ's `wr_id` and the responses, not delivered.
+    pub fn serve(&mut self, i: usize, pages: u64) -> (u64, Vec<Vec<u8>>) {
+        let wr = self.post(i, pages);
+        let reqs = self.send();
+        (wr, self.answer(&reqs))
+    }
+
+    /// Delivers `reqs` to the responder node and runs it; returns what it
+    /// sent.
+    pub fn answer(&mut self, reqs: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        self.give_responder(reqs);
+        self.respond()
+    }
+
+    /// The close of most scenarios: runs the fabric fault-free until
+    /// every READ completed ([`Pair::finish`] on QP `i`), checks that QP
+    /// `i` completed exactly `wrs`, each successfully, and tears down
+    /// with nothing left held.
+    pub fn finish_clean(mut self, i: usize, wrs: &[u64]) {
+        self.finish(i);
+        let want: Vec<_> = wrs.iter().map(|&w| (w, WcStatus::Success)).collect();
+        assert_eq!(self.done[i], want);
+        self.teardown_clean();
+    }
+
+    /// Runs `f` on requester QP `i`'s requester, under its `s_lock`.
+    pub fn requester<T>(&self, i: usize, f: impl FnOnce(&Requester<SoftPlatform>) -> T) -> T {
+        let mut root = LockToken::root();
+        let g = self.n.requesters[i].s_lock.lock(&mut root);
+        f(&g.ext.requester)
+    }
+
+    /// Runs `f` on the requester node's context state, under requester
+    /// QP 0's `s_lock` and the context's `exp_lock`.
+    pub fn requester_ctxt<T>(&self, f: impl FnOnce(&mut ExpState<SoftPlatform>) -> T) -> T {
+        let mut root = LockToken::root();
+        let mut g = self.n.requesters[0].s_lock.lock(&mut root);
+        let (_, tok) = g.parts();
+        f(&mut self.n.rcd.exp_lock.lock(tok))
     }
 
     /// Runs every requester engine and trigger; returns what they sent.
