@@ -34,6 +34,7 @@
 //! flags take `&mut SFlags`, which only that QP's `s_lock` guard lends.
 
 use hfi1_hal::services::QpRef;
+use hfi1_hal::sync::atomic::{AtomicU64, Ordering};
 
 use crate::{Membership, QueueKind, SFlags, WaitError, Wakeup};
 
@@ -246,5 +247,31 @@ pub fn flush<R: QpRef, S: WaitStore<R> + ?Sized>(store: &mut S, qp: &R::Target) 
     match was_head {
         Some(k) => first(store, k),
         None => Wakeup::none(),
+    }
+}
+
+/// Device-wide counters. Kernel: `dd->verbs_dev.n_tidwait`.
+#[derive(Debug, Default)]
+pub struct DevCounters {
+    tid_waits: AtomicU64,
+}
+
+impl WaitCounter for DevCounters {
+    fn count_wait(&self) {
+        self.tid_waits.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl DevCounters {
+    /// Zeroed counters.
+    pub fn new() -> Self {
+        Self {
+            tid_waits: AtomicU64::new(0),
+        }
+    }
+
+    /// Times any QP of the device started to wait for TID space.
+    pub fn tid_waits(&self) -> u64 {
+        self.tid_waits.load(Ordering::Relaxed)
     }
 }

@@ -3,7 +3,7 @@
 //! on).
 
 use super::*;
-use hfi1_hal::lock_order::LockToken;
+use hfi1_hal::lock_order::{ExpLock, Lock, LockToken};
 use hfi1_hal::sim::lockdep::{self, CheckedSpinLock};
 use hfi1_hal::sim::{SimRef, SimScheduler};
 
