@@ -13,14 +13,15 @@
 //! errored QP at the head of the RcvArray queue would block every QP
 //! behind it until then).
 //!
-//! Every entry that can move the QP to the error state runs its engine
-//! through `unwinding`: the requester's (`with_requester`, in
-//! `requester.rs`, READ and WRITE alike) and the WRITE responder's
-//! (`with_write_responder`, in `write_responder.rs`, entered from the
-//! receive path, the reap timer or the first and second legs). The READ
-//! responder's entries (`responder.rs`) lend the guard's [`parts`] and
-//! take no other lock. The entries are re-exported here, so their paths
-//! are `qp::post_read`, `qp::receive_write_req` and so on.
+//! The entries live in two files by role, each covering READ and WRITE:
+//! `requester.rs` runs every requester entry through `with_requester`,
+//! `responder.rs` the TID WRITE responder's through
+//! `with_write_responder` (entered from the receive path, the reap timer
+//! or the first and second legs); both are `unwinding`, so any entry that
+//! moves the QP to the error state leaves its TID wait. The READ
+//! responder's entries lend the guard's [`parts`] and take no other lock.
+//! Every entry is re-exported here: `qp::post_read`,
+//! `qp::receive_write_req` and so on.
 //!
 //! # Locking
 //!
@@ -46,18 +47,16 @@ use crate::write::responder::{self as wresp, WriteResponder};
 
 mod requester;
 mod responder;
-mod write_responder;
 
 pub use requester::{
     flush, post_read, post_write, receive_ack, receive_read_resp, receive_read_response,
     receive_tid_ack, receive_write_resp, requests_locked, rnr_timeout, send_engine,
     send_engine_with, tid_retry_timeout, timeout,
 };
-pub use responder::{receive_plain_read, receive_read_req, send_responses};
-pub use write_responder::{
-    flush_write_responder, reap_timeout, receive_resync, receive_write_data,
-    receive_write_data_error, receive_write_req, send_tid_ack, send_write_responses,
-    tid_ack_locked, write_responses_locked,
+pub use responder::{
+    flush_write_responder, reap_timeout, receive_plain_read, receive_read_req, receive_resync,
+    receive_write_data, receive_write_data_error, receive_write_req, send_responses, send_tid_ack,
+    send_write_responses, tid_ack_locked, write_responses_locked,
 };
 
 /// A platform whose QPs keep their protocol state in [`TidQp`] (its
