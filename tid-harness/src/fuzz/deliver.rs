@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The fuzz world's deliveries and completions: a packet reaching either
+//! node, what its verdict says, and every completion checked against
+//! what was posted and what the kernel allows.
+
+use hfi1_hal::lock_order::LockToken;
+use tid_read_proto::packet::{self, Parsed};
+use tid_read_proto::rc::WcStatus;
+use tid_read_proto::responder::ReqVerdict;
+
+use super::input::describe;
+use super::{Mode, World};
+use crate::world::{Arrival, AtResponder, Done};
+
+impl World {
+    /// The requester node receives `bytes`; `real` if an engine built
+    /// them (they must parse).
+    pub(super) fn deliver_to_req(&mut self, bytes: &[u8], real: bool) {
+        if self.trace {
+            let forged = if real { "" } else { "FORGED " };
+            std::eprintln!("-> req  {forged}{}", describe(bytes));
+        }
+        let mut root = LockToken::root();
+        let at = self.nodes.deliver_to_requester(bytes, &mut root);
+        if self.trace {
+            if let Some(i) = at.arrival.qp() {
+                let g = self.nodes.requesters[i].s_lock.lock(&mut root);
+                std::eprintln!(
+                    "   requester {i}: {:?}\n   {:?}",
+                    at.arrival,
+                    g.ext.requester
+                );
+            }
+        }
+        match at.arrival {
+            Arrival::Unparsable(e) if real => {
+                panic!("the responder sent a packet that does not parse: {e}")
+            }
+            Arrival::ReadResp { verdict, .. } => {
+                self.sum.delivered += 1;
+                if let Some(Err(e)) = verdict {
+                    panic!("receive_read_resp failed: {e}");
+                }
+            }
+            Arrival::Ack { .. } | Arrival::ReadResponse { .. } => {
+                self.sum.delivered += 1;
+            }
+            _ => {}
+        }
+        for d in at.done {
+            self.complete(d);
+        }
+    }
+
+    /// The responder node receives `bytes`; `real` if an engine built
+    /// them (they must parse).
+    pub(super) fn deliver_to_resp(&mut self, bytes: &[u8], real: bool) {
+        if self.trace {
+            let forged = if real { "" } else { "FORGED " };
+            std::eprintln!("-> resp {forged}{}", describe(bytes));
+        }
+        let mut root = LockToken::root();
+        let stale = if real && self.mode == Mode::Pair {
+            self.stale_psn(bytes)
+        } else {
+            None
+        };
+        let refusals = self.nodes.responder_stats(&mut root).queue_full;
+        match self.nodes.deliver_to_responder(bytes, &mut root) {
+            AtResponder::Received { qp, verdict } => {
+                self.sum.delivered += 1;
+                let full = self.nodes.responder_stats(&mut root).queue_full != refusals;
+                self.judge_request(qp, verdict, stale, full);
+                if self.trace {
+                    let g = self.nodes.responders[qp].s_lock.lock(&mut root);
+                    let r_psn = g.ext.responder.expected_psn().get();
+                    std::eprintln!("   responder {qp}: {verdict:?}, r_psn {r_psn:#x}");
+                }
+            }
+            AtResponder::Unexpected if real => panic!("the requester sent a non-request"),
+            AtResponder::Unparsable(e) if real => {
+                panic!("the requester sent a packet that does not parse: {e}")
+            }
+            _ => {}
+        }
+    }
+
+    /// The first PSN of a request packet whose requester has already
+    /// completed what it asks for (a stale copy), if it is one.
+    pub(super) fn stale_psn(&self, bytes: &[u8]) -> Option<u32> {
+        let (dest, psn) = match packet::parse(bytes) {
+            Ok((_, Parsed::ReadReq { bth, hdr, .. })) => (hdr.verbs_qp, bth.psn),
+            Ok((_, Parsed::ReadRequest { bth, .. })) => (bth.dest_qp, bth.psn),
+            _ => return None,
+        };
+        let i = dest.wrapping_sub(crate::world::RESPONDER.qpn) as usize;
+        let done = self.completed_to.get(i)?;
+        (psn.delta(*done) <= 0).then_some(psn.get())
+    }
+
+    /// Records what a request did at responder `qp`: a stale duplicate
+    /// (`stale`: its first PSN) that re-armed an entry, and a refusal for
+    /// a full ack queue (`full`) whose blocking entry such a duplicate
+    /// re-armed.
+    pub(super) fn judge_request(
+        &mut self,
+        qp: usize,
+        verdict: ReqVerdict,
+        stale: Option<u32>,
+        full: bool,
+    ) {
+        if let (ReqVerdict::Restarted, Some(p)) = (verdict, stale) {
+            self.stale_rearmed[qp].insert(p);
+        }
+        if !full {
+            return;
+        }
+        let mut root = LockToken::root();
+        let g = self.nodes.responders[qp].s_lock.lock(&mut root);
+        let blocker = g.ext.responder.last_queue_full().map(|f| f.blocker.get());
+        if blocker.is_some_and(|b| self.stale_rearmed[qp].contains(&b)) {
+            self.kernel_failure[qp] = true;
+        }
+    }
+
+    /// Takes requester `i`'s completions and checks them.
+    pub(super) fn poll(&mut self, i: usize) {
+        for d in self.nodes.poll(i, &mut LockToken::root()) {
+            self.complete(d);
+        }
+    }
+
+    pub(super) fn complete(&mut self, d: Done) {
+        let (i, c) = (d.qp, d.completion);
+        if self.trace {
+            std::eprintln!("   QP {i} completed {c:?}");
+        }
+        let Some(p) = d.posted else {
+            panic!("QP {i}: completion {c:?} of a request not posted or already completed");
+        };
+        assert_eq!(c.length, p.length, "QP {i}: completion length");
+        self.progress = true;
+        if c.status == WcStatus::Success {
+            assert!(
+                !self.failed[i],
+                "QP {i}: request {} succeeded after the QP failed",
+                c.wr_id
+            );
+            self.sum.completed_ok += 1;
+            let data = d.data.unwrap_or_default();
+            if self.mode == Mode::Pair && data.mismatched > 0 {
+                panic!(
+                    "QP {i}: request {} completed with wrong bytes: {} mismatched, first in the \
+                     page at (address, remote) {:#x?}",
+                    c.wr_id, data.mismatched, data.first_bad
+                );
+            }
+            return;
+        }
+        self.sum.completed_err += 1;
+        if self.failed[i] {
+            assert_eq!(
+                c.status,
+                WcStatus::Flushed,
+                "QP {i}: after the QP failed, request {} completed {c:?}, not flushed",
+                c.wr_id
+            );
+            return;
+        }
+        if c.status != WcStatus::Flushed {
+            self.failed[i] = true;
+        }
+        if self.mode == Mode::Pair && !self.kernel_allows(i, c.status) {
+            panic!(
+                "QP {i}: request {c:?} failed with only real packets on the wire ({} faults)\n{}",
+                self.faults,
+                self.state()
+            );
+        }
+    }
+
+    /// Whether the kernel lets QP `i`'s oldest unfinished request end with
+    /// `status` when only real packets are on the wire:
+    ///
+    /// - flushed: always (a teardown, or behind an error);
+    /// - retry exceeded: once the schedule injected more faults than the
+    ///   retry budget (a correct engine spends at most one retry per fault
+    ///   before it makes progress again), or after the failure below;
+    /// - remote operational error (a TID READ_REQ) or invalid request (a
+    ///   plain READ): only after the responder refused a request as "ack
+    ///   queue full" while the slot it needed held an entry re-armed by a
+    ///   stale duplicate (a request copy delivered after the requester had
+    ///   completed it): 6.1's `tid_rdma_rcv_error()` rewinds the send
+    ///   pointer to such an entry and its queue-full rule then refuses the
+    ///   new request and errors the QP; the NAK is sent (remote error at
+    ///   the requester) or dropped because responses were pending (the
+    ///   requester's retry budget runs out).
+    pub(super) fn kernel_allows(&self, i: usize, status: WcStatus) -> bool {
+        let queue = self.kernel_failure.get(i).copied().unwrap_or(false);
+        match status {
+            WcStatus::Flushed => true,
+            WcStatus::RetryExceeded => queue || self.faults > u64::from(self.cfg.retry_cnt),
+            WcStatus::RemoteOperational | WcStatus::RemoteInvalidRequest => queue,
+            _ => false,
+        }
+    }
+}
