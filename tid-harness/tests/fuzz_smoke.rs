@@ -57,6 +57,18 @@ fn responder_rx_smoke() {
     assert!(s.injected > 0, "no forged packet reached the responder");
 }
 
+/// Fails today: about one input in five of this generator ends in a WRITE
+/// the schedule does not explain (a retry budget spent after one fault, a
+/// second leg refusing to build a packet after a RESYNC, a WRITE
+/// completing without its bytes, a stuck drain); the inputs are kept
+/// under `tid-read-proto/fuzz/regressions/write_pair/open-*`.
+#[test]
+#[ignore = "TID WRITE fault recovery is being fixed: open-* inputs under regressions/write_pair"]
+fn write_pair_smoke() {
+    let s = smoke(Mode::WritePair, 0x5EED_0004, 100);
+    assert!(s.completed_ok > 0, "no WRITE completed: {s:?}");
+}
+
 #[test]
 fn read_pair_smoke() {
     let s = smoke(Mode::Pair, 0x5EED_0003, 100);
@@ -66,9 +78,10 @@ fn read_pair_smoke() {
     );
 }
 
-/// Replays every input under `tid-read-proto/fuzz/regressions/<target>/`;
-/// returns how many ran.
-fn replay() -> usize {
+/// Replays the inputs under `tid-read-proto/fuzz/regressions/<target>/`:
+/// the fixed ones, or (`open`) the `open-*` ones, findings whose bug is
+/// not fixed yet; returns how many ran.
+fn replay(open: bool) -> usize {
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tid-read-proto/fuzz/regressions");
     let mut ran = 0;
@@ -76,11 +89,18 @@ fn replay() -> usize {
         ("requester_rx", Mode::RequesterRx),
         ("responder_rx", Mode::ResponderRx),
         ("read_pair", Mode::Pair),
+        ("write_pair", Mode::WritePair),
     ] {
         let Ok(files) = std::fs::read_dir(dir.join(target)) else {
             continue;
         };
-        let mut files: Vec<_> = files.map(|f| f.unwrap().path()).collect();
+        let mut files: Vec<_> = files
+            .map(|f| f.unwrap().path())
+            .filter(|f| {
+                let name = f.file_name().unwrap().to_string_lossy();
+                name.starts_with("open-") == open
+            })
+            .collect();
         files.sort();
         for f in files {
             let data = std::fs::read(&f).unwrap();
@@ -144,5 +164,27 @@ fn replay() -> usize {
 ///   rule (timers stopped) the drain is stuck with no timer armed.
 #[test]
 fn fuzz_regressions() {
-    replay();
+    replay(false);
+}
+
+/// Replays the open findings (`regressions/*/open-*`), each of which
+/// must pass every check once its bug is fixed; rename a fixed one
+/// without `open-` and say above what it pins. Today: the `write_pair`
+/// findings of TID WRITE fault recovery, one per kind of failure:
+///
+/// - `open-retry-exceeded-after-one-fault`: a RESYNC ACK rewinds the
+///   requester to a segment whose WRITE_RESP it then asks for again; the
+///   responder takes each resent WRITE_REQ as a duplicate and answers
+///   nothing, and the retry budget runs out.
+/// - `open-second-leg-buffer-too-small`: after a RESYNC ACK the
+///   requester's second leg fails with "buffer too small" building the
+///   resent WRITE_DATA.
+/// - `open-write-completes-with-wrong-bytes`: a WRITE completes
+///   successfully with most of its bytes never placed in the responder's
+///   pages.
+/// - `open-stuck-after-drain`: WRITEs left after the fault-free drain.
+#[test]
+#[ignore = "TID WRITE fault recovery is being fixed: these inputs fail today"]
+fn fuzz_open_findings() {
+    replay(true);
 }

@@ -92,6 +92,7 @@ impl World {
             0,
             "an MR reference was put twice, or a handle never handed out was put"
         );
+        self.check_write_responders();
     }
 
     /// Every QP's state, for a stuck input's report.

@@ -8,8 +8,8 @@ use tid_read_proto::packet::{self, Parsed};
 use tid_read_proto::rc::WcStatus;
 use tid_read_proto::responder::ReqVerdict;
 
+use super::World;
 use super::input::describe;
-use super::{Mode, World};
 use crate::world::{Arrival, AtResponder, Done};
 
 impl World {
@@ -45,6 +45,14 @@ impl World {
             Arrival::Ack { .. } | Arrival::ReadResponse { .. } => {
                 self.sum.delivered += 1;
             }
+            Arrival::WriteResp { verdict, .. } => {
+                self.sum.delivered += 1;
+                self.write_progress(Some(verdict), None);
+            }
+            Arrival::TidAck { verdict, .. } => {
+                self.sum.delivered += 1;
+                self.write_progress(None, Some(verdict));
+            }
             _ => {}
         }
         for d in at.done {
@@ -60,7 +68,7 @@ impl World {
             std::eprintln!("-> resp {forged}{}", describe(bytes));
         }
         let mut root = LockToken::root();
-        let stale = if real && self.mode == Mode::Pair {
+        let stale = if real && self.mode.real_only() {
             self.stale_psn(bytes)
         } else {
             None
@@ -76,6 +84,34 @@ impl World {
                     let r_psn = g.ext.responder.expected_psn().get();
                     std::eprintln!("   responder {qp}: {verdict:?}, r_psn {r_psn:#x}");
                 }
+            }
+            AtResponder::WriteReq { qp, verdict } => {
+                self.sum.delivered += 1;
+                if self.nodes.responder_stats(&mut root).queue_full != refusals {
+                    self.judge_queue_full(qp);
+                }
+                if self.trace {
+                    std::eprintln!("   responder {qp}: {verdict:?}");
+                }
+            }
+            AtResponder::WriteData {
+                qp,
+                outcome,
+                verdict,
+            } => {
+                self.sum.delivered += 1;
+                if self.trace {
+                    std::eprintln!("   responder {qp}: {outcome:?} {verdict:?}");
+                }
+            }
+            AtResponder::Resync { qp, verdict } => {
+                self.sum.delivered += 1;
+                if self.trace {
+                    std::eprintln!("   responder {qp}: {verdict:?}");
+                }
+            }
+            AtResponder::NotReceived { opcode, .. } if real => {
+                panic!("the requester sent opcode {opcode:#x}, which no responder path takes")
             }
             AtResponder::Unexpected if real => panic!("the requester sent a non-request"),
             AtResponder::Unparsable(e) if real => {
@@ -112,9 +148,15 @@ impl World {
         if let (ReqVerdict::Restarted, Some(p)) = (verdict, stale) {
             self.stale_rearmed[qp].insert(p);
         }
-        if !full {
-            return;
+        if full {
+            self.judge_queue_full(qp);
         }
+    }
+
+    /// Responder `qp` refused a request for a full ack queue: the kernel
+    /// fails the same way if a stale duplicate re-armed the blocking
+    /// entry.
+    fn judge_queue_full(&mut self, qp: usize) {
         let mut root = LockToken::root();
         let g = self.nodes.responders[qp].s_lock.lock(&mut root);
         let blocker = g.ext.responder.last_queue_full().map(|f| f.blocker.get());
@@ -148,7 +190,7 @@ impl World {
             );
             self.sum.completed_ok += 1;
             let data = d.data.unwrap_or_default();
-            if self.mode == Mode::Pair && data.mismatched > 0 {
+            if self.mode.real_only() && data.mismatched > 0 {
                 panic!(
                     "QP {i}: request {} completed with wrong bytes: {} mismatched, first in the \
                      page at (address, remote) {:#x?}",
@@ -170,7 +212,7 @@ impl World {
         if c.status != WcStatus::Flushed {
             self.failed[i] = true;
         }
-        if self.mode == Mode::Pair && !self.kernel_allows(i, c.status) {
+        if self.mode.real_only() && !self.kernel_allows(i, c.status) {
             panic!(
                 "QP {i}: request {c:?} failed with only real packets on the wire ({} faults)\n{}",
                 self.faults,
@@ -194,9 +236,16 @@ impl World {
     ///   pointer to such an entry and its queue-full rule then refuses the
     ///   new request and errors the QP; the NAK is sent (remote error at
     ///   the requester) or dropped because responses were pending (the
-    ///   requester's retry budget runs out).
+    ///   requester's retry budget runs out);
+    /// - anything, once responder `i`'s reap timer was fired early and
+    ///   errored its QP ([`Mode::WritePair`]: the schedule withheld the
+    ///   data past the timer, and the requester then sees NAKs or
+    ///   nothing).
     pub(super) fn kernel_allows(&self, i: usize, status: WcStatus) -> bool {
         let queue = self.kernel_failure.get(i).copied().unwrap_or(false);
+        if self.reaped.get(i).copied().unwrap_or(false) {
+            return true;
+        }
         match status {
             WcStatus::Flushed => true,
             WcStatus::RetryExceeded => queue || self.faults > u64::from(self.cfg.retry_cnt),

@@ -7,7 +7,7 @@ use hfi1_hal::lock_order::LockToken;
 use tid_read_proto::rc::EngineError;
 
 use super::input::{Input, describe};
-use super::{HISTORY, MAX_PAGES, MAX_POSTS, World};
+use super::{HISTORY, MAX_PAGES, MAX_POSTS, Mode, World};
 use crate::world::Ran;
 
 impl World {
@@ -98,7 +98,8 @@ impl World {
         true
     }
 
-    /// The timers of requester `i` expire (each only if it runs).
+    /// The timers of requester `i` expire (each only if it runs; the TID
+    /// retry timer too in [`Mode::WritePair`]).
     pub(super) fn timeout(&mut self, i: usize) {
         if self.trace {
             std::eprintln!("timer of QP {i}");
@@ -108,6 +109,9 @@ impl World {
             self.faults += 1;
         }
         if self.nodes.fire_timer(i, &mut root) {
+            self.faults += 1;
+        }
+        if self.mode == Mode::WritePair && self.nodes.fire_tid_retry_timer(i, &mut root) {
             self.faults += 1;
         }
     }

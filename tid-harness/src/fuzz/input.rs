@@ -8,9 +8,13 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use hfi1_hal::consts::{
+    OP_TID_RDMA_ACK, OP_TID_RDMA_RESYNC, OP_TID_RDMA_WRITE_DATA, OP_TID_RDMA_WRITE_DATA_LAST,
+    OP_TID_RDMA_WRITE_REQ, OP_TID_RDMA_WRITE_RESP,
+};
 use hfi1_hal::{FlowPsn, Psn};
 use tid_read_proto::packet::{self, Parsed};
-use tid_read_proto::wire::lrh;
+use tid_read_proto::wire::{frame, lrh};
 
 use crate::world::Setup;
 
@@ -95,6 +99,9 @@ pub const FUZZ_TID_READ_MIN: u32 = 8192;
 
 /// A one-line description of a packet, for traces.
 pub fn describe(bytes: &[u8]) -> String {
+    if let Some(s) = describe_write(bytes) {
+        return s;
+    }
     match packet::parse(bytes) {
         Ok((_, Parsed::ReadReq { bth, hdr, .. })) => format!(
             "READ_REQ psn {:#x} len {} vaddr {:#x} flow_psn g{}:{} tid_flow_qp {:#x} verbs_qp {:#x}",
@@ -140,6 +147,30 @@ pub fn describe(bytes: &[u8]) -> String {
         ),
         Err(e) => format!("unparsable ({e})"),
     }
+}
+
+/// A WRITE-family packet's opcode name and BTH PSN (a flow PSN as
+/// generation:sequence), or `None` for any other packet.
+fn describe_write(bytes: &[u8]) -> Option<String> {
+    let f = frame::parse(bytes).ok()?;
+    let name = match f.bth.opcode {
+        OP_TID_RDMA_WRITE_REQ => "WRITE_REQ",
+        OP_TID_RDMA_WRITE_RESP => "WRITE_RESP",
+        OP_TID_RDMA_WRITE_DATA => "WRITE_DATA",
+        OP_TID_RDMA_WRITE_DATA_LAST => "WRITE_DATA_LAST",
+        OP_TID_RDMA_RESYNC => "RESYNC",
+        OP_TID_RDMA_ACK => "TID_ACK",
+        _ => return None,
+    };
+    let psn = f.bth.psn.get();
+    let flow = FlowPsn::from_raw(psn);
+    Some(format!(
+        "{name} psn {psn:#x} (g{}:{}) qp {:#x} len {}",
+        flow.generation().get(),
+        flow.seq(),
+        f.bth.dest_qp,
+        bytes.len()
+    ))
 }
 
 /// Picks a queue index: mostly the head (in order), else any.

@@ -48,6 +48,7 @@ mod deliver;
 mod engines;
 mod input;
 mod schedule;
+mod write;
 
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::vec;
@@ -56,6 +57,7 @@ use alloc::vec::Vec;
 use hfi1_hal::Psn;
 
 pub use input::{FUZZ_TID_READ_MIN, Input, describe, mutated, pick, read_setup};
+pub use write::write_setup;
 
 use crate::platform::SoftPlatform;
 use crate::world::{Setup, TwoNodes};
@@ -69,6 +71,18 @@ pub enum Mode {
     ResponderRx,
     /// Only real packets: dropped, duplicated, reordered, replayed.
     Pair,
+    /// TID WRITEs (and READs) with only real packets, both nodes' second
+    /// legs and trigger work, the TID retry and reap timers, and RNR
+    /// pressure (see `write`).
+    WritePair,
+}
+
+impl Mode {
+    /// True for the modes that put only real packets on the wire, where a
+    /// failed request must be one the kernel allows.
+    fn real_only(self) -> bool {
+        matches!(self, Self::Pair | Self::WritePair)
+    }
 }
 
 /// What one input did (so the smoke test can check it drove the engines).
@@ -145,6 +159,9 @@ struct World {
     kernel_failure: Vec<bool>,
     /// Per requester QP: it completed a request in error.
     failed: Vec<bool>,
+    /// Per QP pair: the responder's reap timer was fired early and
+    /// errored it ([`Mode::WritePair`]).
+    reaped: Vec<bool>,
 }
 
 impl World {
@@ -167,6 +184,7 @@ impl World {
             stale_rearmed: vec![BTreeSet::new(); cfg.qps],
             kernel_failure: vec![false; cfg.qps],
             failed: vec![false; cfg.qps],
+            reaped: vec![false; cfg.qps],
         }
     }
 }
@@ -174,18 +192,31 @@ impl World {
 /// Runs one fuzz input in `mode`.
 pub fn run(mode: Mode, data: &[u8]) -> Summary {
     let mut inp = Input::new(data);
-    let cfg = read_setup(&mut inp);
+    let write = mode == Mode::WritePair;
+    let cfg = if write {
+        write_setup(&mut inp)
+    } else {
+        read_setup(&mut inp)
+    };
     let mut w = World::new(mode, cfg);
     for i in 0..cfg.qps {
         let n = 1 + inp.below(2);
         for _ in 0..n {
-            w.post(i, &mut inp);
+            if write {
+                w.post_any(i, &mut inp);
+            } else {
+                w.post(i, &mut inp);
+            }
         }
     }
     w.check();
     let mut steps = 0;
     while !inp.is_empty() && steps < MAX_STEPS {
-        w.step(&mut inp);
+        if write {
+            w.step_write(&mut inp);
+        } else {
+            w.step(&mut inp);
+        }
         w.check();
         steps += 1;
     }

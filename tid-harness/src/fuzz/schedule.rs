@@ -130,7 +130,7 @@ impl World {
                     self.deliver_to_resp(&p, false);
                 }
             }
-            Mode::Pair => {
+            Mode::Pair | Mode::WritePair => {
                 if let Some(p) = self.to_req.pop_front() {
                     self.deliver_to_req(&p, true);
                 }
@@ -154,7 +154,7 @@ impl World {
                 self.sum.injected += 1;
                 self.deliver_to_resp(&raw, false);
             }
-            Mode::Pair => {
+            Mode::Pair | Mode::WritePair => {
                 if let Some(p) = self.to_resp.pop_front() {
                     self.deliver_to_resp(&p, true);
                 }
@@ -175,8 +175,21 @@ impl World {
             while self.req_send() {
                 busy = true;
             }
+            if self.mode == Mode::WritePair {
+                while self.req_second_leg() {
+                    busy = true;
+                }
+                while self.resp_work(16) {
+                    busy = true;
+                }
+            }
             for i in 0..self.cfg.qps {
                 busy |= self.resp_send(i, 16);
+            }
+            if self.mode == Mode::WritePair {
+                while self.resp_second_leg() {
+                    busy = true;
+                }
             }
             while let Some(p) = self.to_resp.pop_front() {
                 self.deliver_to_resp(&p, true);
