@@ -58,10 +58,9 @@ fn responder_rx_smoke() {
 }
 
 /// Fails today: about one input in five of this generator ends in a WRITE
-/// the schedule does not explain (a retry budget spent after one fault, a
-/// second leg refusing to build a packet after a RESYNC, a WRITE
-/// completing without its bytes, a stuck drain); the inputs are kept
-/// under `tid-read-proto/fuzz/regressions/write_pair/open-*`.
+/// the schedule does not explain (the failures of
+/// [`fuzz_open_findings`], whose inputs are kept under
+/// `tid-read-proto/fuzz/regressions/write_pair/open-*`).
 #[test]
 #[ignore = "TID WRITE fault recovery is being fixed: open-* inputs under regressions/write_pair"]
 fn write_pair_smoke() {
@@ -170,19 +169,28 @@ fn fuzz_regressions() {
 /// Replays the open findings (`regressions/*/open-*`), each of which
 /// must pass every check once its bug is fixed; rename a fixed one
 /// without `open-` and say above what it pins. Today: the `write_pair`
-/// findings of TID WRITE fault recovery, one per kind of failure:
+/// findings of TID WRITE recovery, one per kind of failure, each on a
+/// fabric with no fault the schedule injected (only RNR pressure and the
+/// timers of an idle fabric):
 ///
-/// - `open-retry-exceeded-after-one-fault`: a RESYNC ACK rewinds the
-///   requester to a segment whose WRITE_RESP it then asks for again; the
-///   responder takes each resent WRITE_REQ as a duplicate and answers
-///   nothing, and the retry budget runs out.
-/// - `open-second-leg-buffer-too-small`: after a RESYNC ACK the
-///   requester's second leg fails with "buffer too small" building the
-///   resent WRITE_DATA.
-/// - `open-write-completes-with-wrong-bytes`: a WRITE completes
-///   successfully with most of its bytes never placed in the responder's
-///   pages.
-/// - `open-stuck-after-drain`: WRITEs left after the fault-free drain.
+/// - `open-rnr-on-a-clean-fabric-ends-retry-exceeded` (3 bytes: one QP,
+///   4 KiB segments, two 64-segment WRITEs): after the responder
+///   RNR-NAKs the second WRITE, every resent WRITE_REQ is taken as a
+///   duplicate and answered with WRITE_RESPs the requester drops, until
+///   the retry budget is spent (`RETRY_EXC_ERR`).
+/// - `open-resync-loop-second-leg-buffer-too-small` (3 bytes): TID retry
+///   expiries and RESYNCs whose ACKs acknowledge no segment alternate
+///   with resent WRITE_REQs the responder answers as duplicates, until
+///   the requester's second leg fails to build a packet ("buffer too
+///   small").
+/// - `open-resync-ack-completes-a-write-without-its-data` (14 bytes): a
+///   two-segment WRITE revived after an RNR NAK and then re-requested
+///   completes successfully on a RESYNC's ACK with one segment's bytes
+///   never placed in the responder's pages.
+/// - `open-rnr-leaves-a-write-with-no-timer` (39 bytes: two QPs, one TID
+///   group): after repeated RNR NAKs a requester's WRITE is outstanding
+///   with neither its RNR nor its retry timer armed and both responders
+///   hold an RNR NAK state: the drain is stuck.
 #[test]
 #[ignore = "TID WRITE fault recovery is being fixed: these inputs fail today"]
 fn fuzz_open_findings() {

@@ -13,9 +13,10 @@
 #
 # Budget per target: parser targets stop at --runs executions (default
 # 10,000,000) or --max-time seconds (default 3600), whichever comes first;
-# the stateful targets (requester_rx, responder_rx, read_pair) run for
-# --stateful-time seconds (default 3600). libFuzzer stops at the first
-# crash; the input is kept under artifacts/<target>/ and counted.
+# the stateful targets (requester_rx, responder_rx, read_pair,
+# write_pair) run for --stateful-time seconds (default 3600). libFuzzer
+# stops at the first crash; the input is kept under artifacts/<target>/
+# and counted.
 #
 # Corpus: each run starts from corpus/<target>/ (the kept corpus) and
 # regressions/<target>/, writes new inputs into a scratch directory, and
@@ -56,7 +57,7 @@ SEED=
 MODE=run
 README=0
 TARGETS=()
-STATEFUL=" requester_rx responder_rx read_pair "
+STATEFUL=" requester_rx responder_rx read_pair write_pair "
 
 while [ $# -gt 0 ]; do
     case "$1" in
