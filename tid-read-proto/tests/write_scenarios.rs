@@ -300,6 +300,36 @@ impl Net {
         false
     }
 
+    /// [`Self::run`] with time, dropping the first packet of opcode `op`;
+    /// returns its PSN.
+    fn run_dropping_first(&mut self, op: u8) -> u32 {
+        let mut lost = None;
+        self.run(true, &mut |s: &Seen, _: &[u8], _: &mut Net| {
+            if s.op == op && lost.is_none() {
+                lost = Some(s.psn);
+                return Fate::Drop;
+            }
+            Fate::Deliver
+        });
+        lost.expect("a packet of that opcode went")
+    }
+
+    /// The responder's verdicts on the WRITE_REQs it received, in order.
+    fn write_req_verdicts(&self) -> Vec<WriteReqVerdict> {
+        self.at_b
+            .iter()
+            .filter_map(|b| match b {
+                AtB::WriteReq(v) => Some(*v),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Where the first packet of one of `ops` is in the wire log.
+    fn first_of(&self, ops: &[u8]) -> Option<usize> {
+        self.wire.iter().position(|s| ops.contains(&s.op))
+    }
+
     /// Packets on the wire going `dir` with opcode `op`.
     fn count(&self, dir: Dir, op: u8) -> usize {
         self.wire
@@ -413,12 +443,12 @@ fn write_rnr_then_success() {
         retry: 0,
     };
     assert_eq!(net.fired_to_done, rnr_only);
-    let revived = net
-        .at_b
+    let verdicts = net.write_req_verdicts();
+    let revived = verdicts
         .iter()
-        .filter(|a| matches!(a, AtB::WriteReq(WriteReqVerdict::Revived)))
+        .filter(|&&v| v == WriteReqVerdict::Revived)
         .count();
-    assert_eq!(revived, 1, "{:?}", net.at_b);
+    assert_eq!(revived, 1, "{verdicts:?}");
     net.assert_all_succeeded(&[b, a]);
     net.assert_clean();
 }
@@ -436,15 +466,7 @@ fn write_rnr_then_success() {
 fn lost_write_data_last_recovered_by_tid_retry() {
     let mut net = Net::new(1, 16);
     let a = net.write(0, 1);
-    let mut lost = None;
-    net.run(true, &mut |s: &Seen, _: &[u8], _: &mut Net| {
-        if s.op == OP_TID_RDMA_WRITE_DATA_LAST && lost.is_none() {
-            lost = Some(s.psn);
-            return Fate::Drop;
-        }
-        Fate::Deliver
-    });
-    let lost = FlowPsn::from_raw(lost.expect("a WRITE_DATA_LAST went"));
+    let lost = FlowPsn::from_raw(net.run_dropping_first(OP_TID_RDMA_WRITE_DATA_LAST));
     let resyncs: Vec<_> = net
         .wire
         .iter()
@@ -553,26 +575,10 @@ fn resync_after_generation_error() {
 fn duplicate_write_req_after_a_lost_write_resp() {
     let mut net = Net::new(1, 32);
     let a = net.write(0, 2);
-    let mut lost = None;
-    net.run(true, &mut |s: &Seen, _: &[u8], _: &mut Net| {
-        if s.op == OP_TID_RDMA_WRITE_RESP && lost.is_none() {
-            lost = Some(s.psn);
-            return Fate::Drop;
-        }
-        Fate::Deliver
-    });
-    let lost = lost.unwrap();
+    let lost = net.run_dropping_first(OP_TID_RDMA_WRITE_RESP);
     assert_eq!(net.count(Dir::ToResponder, OP_TID_RDMA_WRITE_REQ), 2);
-    let verdicts: Vec<_> = net
-        .at_b
-        .iter()
-        .filter_map(|b| match b {
-            AtB::WriteReq(v) => Some(*v),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        verdicts,
+        net.write_req_verdicts(),
         [WriteReqVerdict::Accepted, WriteReqVerdict::Duplicate]
     );
     let answered = net
@@ -617,16 +623,8 @@ fn duplicate_write_req_from_the_fabric_mid_transfer() {
         }
         Fate::Deliver
     });
-    let verdicts: Vec<_> = net
-        .at_b
-        .iter()
-        .filter_map(|b| match b {
-            AtB::WriteReq(v) => Some(*v),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        verdicts,
+        net.write_req_verdicts(),
         [WriteReqVerdict::Accepted, WriteReqVerdict::Duplicate]
     );
     net.assert_all_succeeded(&[a]);
@@ -645,14 +643,10 @@ fn read_after_unfinished_tid_write_waits() {
     let r = net.read(0, 64);
     net.run(true, &mut deliver_all);
     let read_req = net
-        .wire
-        .iter()
-        .position(|s| matches!(s.op, OP_TID_RDMA_READ_REQ | OP_READ_REQUEST))
+        .first_of(&[OP_TID_RDMA_READ_REQ, OP_READ_REQUEST])
         .expect("the READ went");
     let final_ack = net
-        .wire
-        .iter()
-        .position(|s| s.op == OP_TID_RDMA_ACK)
+        .first_of(&[OP_TID_RDMA_ACK])
         .expect("the WRITE was acknowledged");
     assert!(
         final_ack < read_req,
@@ -671,24 +665,12 @@ fn read_after_a_tid_write_waits_through_its_recovery() {
     let mut net = Net::new(1, 16);
     let w = net.write(0, 1);
     let r = net.read(0, 64);
-    let mut lost = false;
-    net.run(true, &mut |s: &Seen, _: &[u8], _: &mut Net| {
-        if s.op == OP_TID_RDMA_ACK && !lost {
-            lost = true;
-            return Fate::Drop;
-        }
-        Fate::Deliver
-    });
-    assert!(lost);
+    net.run_dropping_first(OP_TID_RDMA_ACK);
     let read_req = net
-        .wire
-        .iter()
-        .position(|s| matches!(s.op, OP_TID_RDMA_READ_REQ | OP_READ_REQUEST))
+        .first_of(&[OP_TID_RDMA_READ_REQ, OP_READ_REQUEST])
         .expect("the READ went");
     let resync = net
-        .wire
-        .iter()
-        .position(|s| s.op == OP_TID_RDMA_RESYNC)
+        .first_of(&[OP_TID_RDMA_RESYNC])
         .expect("the lost ACK is recovered by a RESYNC");
     assert!(
         resync < read_req,

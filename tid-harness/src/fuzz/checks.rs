@@ -10,8 +10,34 @@ use hfi1_hal::consts::TID_GROUP_SIZE;
 use hfi1_hal::lock_order::LockToken;
 use tid_read_proto::rc::SQ_SIZE;
 
+use tid_flow::ExpState;
+
 use super::{Mode, Summary, World};
+use crate::platform::SoftPlatform;
 use crate::world::Leaks;
+
+/// What must hold of a node's receive context (`node` names it): the
+/// RcvArray entries in use fit its `groups`, no more flows are reserved
+/// than `qps`, and its chip never wrote through a TID to a page no live
+/// request owns.
+pub(super) fn ctxt_fits(e: &ExpState<SoftPlatform>, groups: usize, qps: usize, node: &str) {
+    let total = (groups * TID_GROUP_SIZE) as u32;
+    assert!(
+        e.groups.entries_in_use() <= total,
+        "{node} context: {} TID entries in use of {total}",
+        e.groups.entries_in_use()
+    );
+    assert!(
+        e.flows.mask().count_ones() as usize <= qps,
+        "{node} context: more flows in use than QPs: {:#x}",
+        e.flows.mask()
+    );
+    assert_eq!(
+        e.chip.faults(),
+        0,
+        "{node} context: the chip wrote through a TID to a page no live request owns"
+    );
+}
 
 impl World {
     /// Checks what must hold between any two steps.
@@ -56,18 +82,7 @@ impl World {
             {
                 let (_, tok) = g.parts();
                 let e = nodes.rcd.exp_lock.lock(tok);
-                let total = (self.cfg.groups * TID_GROUP_SIZE) as u32;
-                assert!(e.groups.entries_in_use() <= total, "TID entries over-used");
-                assert!(
-                    e.flows.mask().count_ones() as usize <= self.cfg.qps,
-                    "more flows in use than QPs: {:#x}",
-                    e.flows.mask()
-                );
-                assert_eq!(
-                    e.chip.faults(),
-                    0,
-                    "the chip wrote through a TID to a page no live request owns"
-                );
+                ctxt_fits(&e, self.cfg.groups, self.cfg.qps, "requester");
             }
             drop(g);
             let g = sq.s_lock.lock(&mut root);

@@ -166,22 +166,7 @@ impl World {
             );
             let (_, tok) = g.parts();
             let e = nodes.resp_rcd.exp_lock.lock(tok);
-            let total = (self.cfg.resp_groups * TID_GROUP_SIZE) as u32;
-            assert!(
-                e.groups.entries_in_use() <= total,
-                "responder context: {} TID entries in use of {total}",
-                e.groups.entries_in_use()
-            );
-            assert!(
-                e.flows.mask().count_ones() as usize <= self.cfg.qps,
-                "responder context: more flows in use than QPs: {:#x}",
-                e.flows.mask()
-            );
-            assert_eq!(
-                e.chip.faults(),
-                0,
-                "the responder's chip wrote through a TID to a page no live segment owns"
-            );
+            super::checks::ctxt_fits(&e, self.cfg.resp_groups, self.cfg.qps, "responder");
         }
     }
 
