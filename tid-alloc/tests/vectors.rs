@@ -5,8 +5,7 @@
 //! Each test prints `<file name>: N passed, M failed` and fails on any
 //! mismatch, a missing file, or a file without lines.
 
-#[path = "../../testdata/vectors.rs"]
-mod vectors;
+use hfi1_vectors as vectors;
 
 use serde_json::Value;
 use tid_alloc::{PageSet, find_phys_blocks};

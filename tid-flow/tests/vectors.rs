@@ -3,8 +3,7 @@
 //! (reserve results, flow-table register values, generations).
 #![cfg(not(loom))]
 
-#[path = "../../testdata/vectors.rs"]
-mod vectors;
+use hfi1_vectors as vectors;
 
 use hfi1_hal::platform::FlowTable;
 use hfi1_hal::sim::{SimCall, SimContext};

@@ -3,8 +3,7 @@
 //! READ_RESP KDETH/BTH stream (`read_resp_kdeth.jsonl.gz`), bit for bit
 //! against the outputs of the C functions.
 
-#[path = "../../testdata/vectors.rs"]
-mod vectors;
+use hfi1_vectors as vectors;
 
 use hfi1_hal::{Generation, Psn, TidEntry};
 use serde_json::Value;
