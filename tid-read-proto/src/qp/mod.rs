@@ -11,15 +11,21 @@
 //! (`qp_wait::flush_wait`) whenever a call moved the QP to the error state
 //! (a deviation from 6.1, which leaves the wait queues only at reset: an
 //! errored QP at the head of the RcvArray queue would block every QP
-//! behind it until then).
+//! behind it until then), and then, as `rvt_error_qp()` does, scheduling
+//! the send engine if the requester still has work posted (a responder's
+//! `rvt_rc_error()` leaves it there; the send engine completes it
+//! flushed).
 //!
 //! The entries live in two files by role, each covering READ and WRITE:
 //! `requester.rs` runs every requester entry through `with_requester`,
 //! `responder.rs` the TID WRITE responder's through
 //! `with_write_responder` (entered from the receive path, the reap timer
 //! or the first and second legs); both are `unwinding`, so any entry that
-//! moves the QP to the error state leaves its TID wait. The READ
-//! responder's entries lend the guard's [`parts`] and take no other lock.
+//! moves the QP to the error state leaves its TID wait. So do the READ
+//! responder's receive entries given the context ([`receive_read_req_in`],
+//! [`receive_plain_read_in`]); [`receive_read_req`], [`receive_plain_read`]
+//! and [`send_responses`] lend the guard's [`parts`] and take no other
+//! lock (the first two leave a TID wait of a QP they error to [`flush`]).
 //! Every entry is re-exported here: `qp::post_read`,
 //! `qp::receive_write_req` and so on.
 //!
@@ -32,11 +38,13 @@
 //! | [`requests_locked`] | the QP's `s_lock` (guard) | `exp_lock` |
 //! | [`receive_read_resp`], [`receive_ack`], [`receive_read_response`], [`timeout`], [`rnr_timeout`], [`flush`], [`receive_write_resp`], [`receive_tid_ack`], [`tid_retry_timeout`] | the QP's `s_lock` (guard) | `exp_lock` |
 //! | [`receive_read_req`], [`receive_plain_read`], [`send_responses`] | the QP's `s_lock` (guard) | nothing |
+//! | [`receive_read_req_in`], [`receive_plain_read_in`] | the QP's `s_lock` (guard) | `exp_lock` if the request errors the QP |
 //! | [`receive_write_req`], [`receive_write_data`], [`receive_write_data_error`], [`receive_resync`], [`reap_timeout`] | the QP's `r_lock` (its token) | the QP's `s_lock`, then `exp_lock` |
 //! | [`send_write_responses`], [`send_tid_ack`] | nothing (root token) | the QP's `s_lock` (then `exp_lock` for the first) |
 //! | [`write_responses_locked`], [`tid_ack_locked`], [`flush_write_responder`] | the QP's `s_lock` (guard) | `exp_lock` |
 
 use hfi1_hal::Psn;
+use hfi1_hal::services::Scheduler;
 use qp_wait::{SGuard, SendState};
 use tid_flow::{FlowPlatform, QpFlowState, QpLocked, RcvCtxt};
 
@@ -54,8 +62,9 @@ pub use requester::{
     send_engine_with, tid_retry_timeout, timeout,
 };
 pub use responder::{
-    flush_write_responder, reap_timeout, receive_plain_read, receive_read_req, receive_resync,
-    receive_write_data, receive_write_data_error, receive_write_req, send_responses, send_tid_ack,
+    flush_write_responder, reap_timeout, receive_plain_read, receive_plain_read_in,
+    receive_read_req, receive_read_req_in, receive_resync, receive_write_data,
+    receive_write_data_error, receive_write_req, send_responses, send_tid_ack,
     send_write_responses, tid_ack_locked, write_responses_locked,
 };
 
@@ -165,7 +174,9 @@ pub fn parts<'a, 't, P: TidPlatform>(g: &'a mut SGuard<'t, P>) -> Parts<'a, 't, 
 }
 
 /// Runs `f` on the parts of a locked QP; if it moved the QP to the error
-/// state, the QP then leaves its TID wait.
+/// state, the QP then leaves its TID wait, and its send engine is
+/// scheduled if READs or WRITEs it posted are still outstanding (the send
+/// engine of a QP in the error state completes them flushed).
 ///
 /// # Locking
 ///
@@ -181,6 +192,12 @@ fn unwinding<P: TidPlatform, T>(
     let out = f(parts(g));
     if before.receives() && !g.ext.state.receives() {
         qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
+        // As `rvt_error_qp()`: the send engine drains the send queue. An
+        // error the requester raised has drained it already; one the
+        // responder raised (`rvt_rc_error()`) leaves the READs posted.
+        if g.ext.requester.outstanding() > 0 {
+            rcd.sched.schedule_send(qp);
+        }
     }
     out
 }

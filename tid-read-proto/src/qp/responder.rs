@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! The responder's entry points, READ and WRITE. The READ responder's
-//! take the guard's [`parts`] and no other lock; the TID WRITE
-//! responder's run the engine through [`with_write_responder`] (the
-//! receive path's under [`on_recv_path`], which takes the `s_lock` under
-//! the `r_lock` token), so a call that errors the QP leaves its TID wait.
+//! receive entries that are given the context (`receive_read_req_in`,
+//! `receive_plain_read_in`) run through [`unwinding`], the others take
+//! the guard's [`parts`] and no other lock (the send engine cannot error
+//! the QP: it reads the state by value); the TID WRITE responder's run
+//! the engine through [`with_write_responder`] (the receive path's under
+//! [`on_recv_path`], which takes the `s_lock` under the `r_lock` token),
+//! so a call that errors the QP leaves its TID wait.
 
 use hfi1_hal::lock_order::{LockToken, RLock, Unlocked};
 use hfi1_hal::{FlowPsn, Psn};
 use qp_wait::SGuard;
 use tid_flow::RcvCtxt;
 
-use super::{TidPlatform, parts, with_write_responder};
+#[cfg(doc)]
+use super::flush;
+use super::{TidPlatform, parts, unwinding, with_write_responder};
 use crate::rc::{EngineError, MrTable, PacketSink, SourceData};
 use crate::requester::KdethError;
 use crate::responder::ReqVerdict;
@@ -24,6 +29,11 @@ use crate::write::responder::{
 
 /// Receives a TID READ_REQ: [`Responder::receive_read_req`].
 /// Kernel: `hfi1_rc_rcv_tid_rdma_read_req()`.
+///
+/// Without the context it cannot unwind a TID wait: a request that errors
+/// the QP leaves the QP on the context's wait queues until [`flush`]
+/// (destroy or reset, where 6.1 unwinds it). The receive path calls
+/// [`receive_read_req_in`].
 ///
 /// # Locking
 ///
@@ -42,6 +52,9 @@ pub fn receive_read_req<P: TidPlatform>(
 
 /// Receives a plain RDMA READ request: [`Responder::receive_plain_read`].
 /// Kernel: `hfi1_rc_rcv()`.
+///
+/// As [`receive_read_req`], a request that errors the QP leaves its TID
+/// wait to [`flush`]; the receive path calls [`receive_plain_read_in`].
 ///
 /// # Locking
 ///
@@ -76,6 +89,53 @@ pub fn send_responses<P: TidPlatform>(
     let p = parts::<P>(g);
     p.responder
         .send_responses(p.conn, *p.state, src, mrs, sink, budget)
+}
+
+/// Receives a TID READ_REQ as [`receive_read_req`] does, for the QP `qp`
+/// of the receive context `rcd`: a request that moves the QP to the error
+/// state (`rvt_rc_error()`) also takes it off the context's TID wait
+/// queues, as every other entry that can error the QP does.
+/// Kernel: `hfi1_rc_rcv_tid_rdma_read_req()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` through `qp-wait` if
+/// the request errors the QP.
+pub fn receive_read_req_in<P: TidPlatform>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    psn: Psn,
+    hdr: &read_req::Repr,
+    payload: &[u8],
+    mrs: &impl MrTable,
+) -> ReqVerdict {
+    unwinding(rcd, qp, g, |p| {
+        p.responder
+            .receive_read_req(p.conn, p.state, psn, hdr, payload, mrs)
+    })
+}
+
+/// Receives a plain RDMA READ request as [`receive_plain_read`] does, for
+/// the QP `qp` of the receive context `rcd`: a request that moves the QP
+/// to the error state also takes it off the context's TID wait queues.
+/// Kernel: `hfi1_rc_rcv()`.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`); takes `exp_lock` through `qp-wait` if
+/// the request errors the QP.
+pub fn receive_plain_read_in<P: TidPlatform>(
+    rcd: &RcvCtxt<P>,
+    qp: &P::Ref,
+    g: &mut SGuard<'_, P>,
+    psn: Psn,
+    r: &reth::Repr,
+    mrs: &impl MrTable,
+) -> ReqVerdict {
+    unwinding(rcd, qp, g, |p| {
+        p.responder.receive_plain_read(p.conn, p.state, psn, r, mrs)
+    })
 }
 
 // ---- The TID WRITE responder ----
