@@ -30,7 +30,7 @@
 //! | [`flush_wait`], [`flush_wait_with`] | the QP's `s_lock` (its guard, possibly one made over a lock the driver holds: `Lock::assume_held`) | `exp_lock` |
 //! | [`wait_kmem`], [`kmem_wakeup`] | the QP's `s_lock` (its flags) | nothing (the scheduler's own list lock) |
 //! | [`trigger_resume`], [`resume_with`] (the work item) | nothing (root token) | the QP's `s_lock`, alone |
-//! | [`schedule_wakeup`] | anything but `exp_lock` | nothing |
+//! | [`schedule_wakeup`] | anything but `exp_lock` (a token before it, by `&mut`) | nothing |
 //!
 //! **Why the wake-up is deferred.** The head of a queue is read under
 //! `exp_lock` ([`WaitQueues::first`]), but waking it means looking at its

@@ -5,7 +5,7 @@
 
 use core::fmt;
 
-use hfi1_hal::lock_order::{ExpLock, Lock, LockToken, RawSpinLock, SLock, Unlocked};
+use hfi1_hal::lock_order::{ExpLock, Lock, LockBefore, LockToken, RawSpinLock, SLock, Unlocked};
 use hfi1_hal::services::{MemoryWait, QpRef, Scheduler};
 
 use crate::store::{self, WaitStore};
@@ -69,7 +69,7 @@ where
         self,
         own: &R,
         flags: &SFlags,
-        _token: &mut LockToken<'_, SLock>,
+        token: &mut LockToken<'_, SLock>,
         sched: &impl Scheduler<R>,
     ) {
         match self.0 {
@@ -77,7 +77,7 @@ where
                 trigger(own, flags, sched);
                 drop(r);
             }
-            Some(r) => schedule_wakeup(r, sched),
+            Some(r) => schedule_wakeup(r, token, sched),
             None => {}
         }
     }
@@ -90,9 +90,9 @@ where
     ///
     /// Takes the caller's s_lock token by `&mut` as proof that `exp_lock`
     /// is no longer held.
-    pub fn schedule(self, _not_under_exp: &mut LockToken<'_, SLock>, sched: &impl Scheduler<R>) {
+    pub fn schedule(self, not_under_exp: &mut LockToken<'_, SLock>, sched: &impl Scheduler<R>) {
         if let Some(r) = self.0 {
-            schedule_wakeup(r, sched);
+            schedule_wakeup(r, not_under_exp, sched);
         }
     }
 }
@@ -115,12 +115,62 @@ pub fn trigger<R>(qp: &R, flags: &SFlags, sched: &impl Scheduler<R>) {
 ///
 /// # Locking
 ///
-/// None needed; must not be called under `exp_lock` (it is only reached
-/// through [`Wakeup`], which enforces that).
-pub fn schedule_wakeup<R>(qp: R, sched: &impl Scheduler<R>)
-where
+/// No lock needed, but not under `exp_lock`: the caller lends a token of
+/// a level before it (`_not_under_exp`) by `&mut`, which an `exp_lock`
+/// guard taken from that token keeps borrowed for its whole life:
+///
+/// ```compile_fail,E0499
+/// # use hfi1_hal::lock_order::{ExpLock, Lock, LockToken};
+/// # use hfi1_hal::services::QpRef;
+/// # use hfi1_hal::sim::{SimRef, SimScheduler};
+/// # use hfi1_hal::sync::SpinLock;
+/// # use qp_wait::{Qp, QueueKind, SendState, WaitPlatform, WaitQueues, schedule_wakeup};
+/// # enum T {}
+/// # impl WaitPlatform for T {
+/// #     type Lock = SpinLock;
+/// #     type Ext = ();
+/// #     type Ref = SimRef<Qp<T>>;
+/// #     type Sched = SimScheduler<SimRef<Qp<T>>>;
+/// # }
+/// # let qp: SimRef<Qp<T>> = SimRef::new(Qp::new(1, 0, 0, Lock::new(SendState::default())));
+/// # let exp: Lock<ExpLock, SpinLock, WaitQueues<SimRef<Qp<T>>>> =
+/// #     Lock::new(WaitQueues::new(1).unwrap());
+/// # let sched = SimScheduler::new();
+/// let mut root = LockToken::root();
+/// let mut s = qp.s_lock.lock(&mut root);
+/// let e = exp.lock(s.token());
+/// schedule_wakeup(QpRef::get(&qp), s.token(), &sched); // the token is lent to `e`
+/// drop(e);
+/// ```
+///
+/// and compiles with any token not lent to one (here the root's):
+///
+/// ```
+/// # use hfi1_hal::lock_order::{Lock, LockToken};
+/// # use hfi1_hal::services::QpRef;
+/// # use hfi1_hal::sim::{SimRef, SimScheduler};
+/// # use hfi1_hal::sync::SpinLock;
+/// # use qp_wait::{Qp, SendState, WaitPlatform, schedule_wakeup};
+/// # enum T {}
+/// # impl WaitPlatform for T {
+/// #     type Lock = SpinLock;
+/// #     type Ext = ();
+/// #     type Ref = SimRef<Qp<T>>;
+/// #     type Sched = SimScheduler<SimRef<Qp<T>>>;
+/// # }
+/// # let qp: SimRef<Qp<T>> = SimRef::new(Qp::new(1, 0, 3, Lock::new(SendState::default())));
+/// # let sched = SimScheduler::new();
+/// schedule_wakeup(QpRef::get(&qp), &mut LockToken::root(), &sched);
+/// assert_eq!(sched.pop_work().map(|(cpu, _)| cpu), Some(3));
+/// ```
+pub fn schedule_wakeup<R, L>(
+    qp: R,
+    _not_under_exp: &mut LockToken<'_, L>,
+    sched: &impl Scheduler<R>,
+) where
     R: QpRef,
     R::Target: Cpu,
+    L: LockBefore<ExpLock>,
 {
     let cpu = qp.cpu();
     if let Err(back) = sched.queue_trigger(cpu, qp) {
