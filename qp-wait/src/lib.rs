@@ -26,7 +26,8 @@
 //! | function | needs on entry | takes |
 //! |---|---|---|
 //! | [`WaitQueues::first`], [`WaitQueues::waiters`], [`WaitQueues::position`], [`WaitQueues::enqueue`], [`WaitQueues::dequeue`] | `exp_lock` (and the QP's `s_lock` for its flags) | nothing |
-//! | [`Wakeup::deliver`], [`Wakeup::schedule`], [`trigger`] | the caller's `s_lock`, `exp_lock` released | nothing |
+//! | [`Wakeup::deliver`], [`Wakeup::schedule`] | the caller's `s_lock`, `exp_lock` released (its token, by `&mut`) | nothing |
+//! | [`trigger`] | the QP's `s_lock` (its flags); `exp_lock` may be held (it only schedules the send engine) | nothing |
 //! | [`flush_wait`], [`flush_wait_with`] | the QP's `s_lock` (its guard, possibly one made over a lock the driver holds: `Lock::assume_held`) | `exp_lock` |
 //! | [`wait_kmem`], [`kmem_wakeup`] | the QP's `s_lock` (its flags) | nothing (the scheduler's own list lock) |
 //! | [`trigger_resume`], [`resume_with`] (the work item) | nothing (root token) | the QP's `s_lock`, alone |
