@@ -378,24 +378,29 @@ impl<P: FlowPlatform> Requester<P> {
         }
     }
 
-    /// The READ at `i` (the oldest) completes successfully: its flow
+    /// The request at `i` (the oldest) completes successfully: its flow
     /// records are freed, the retry budget refills, `s_last_psn` moves to
-    /// its last PSN and `s_acked` past it. Kernel: `do_rc_completion()`.
+    /// its last PSN (not for a TID WRITE) and `s_acked` past it. Kernel:
+    /// `do_rc_completion()`.
     pub(crate) fn rc_completion(&mut self, env: &Env<'_, '_, P>, i: u32) {
-        let lpsn = match self.sq.get_mut(i) {
+        let (lpsn, tid_write) = match self.sq.get_mut(i) {
             Some(w) => {
                 if let Some(t) = w.tid.as_mut() {
                     if t.req.clean_swqe().is_err() {
                         self.stats.clean_refused += 1;
                     }
                 }
-                w.lpsn
+                (w.lpsn, w.tid_write().is_some())
             }
             None => return,
         };
         self.sq.complete(i, WcStatus::Success);
         self.budgets.refill_retry();
-        self.last_psn = lpsn;
+        // A TID WRITE completes by its TID ACKs, which may come after
+        // WRITE_RESPs of later requests moved `s_last_psn` past it.
+        if !tid_write {
+            self.last_psn = lpsn;
+        }
         if self.sq.acked == self.sq.cur {
             self.sq.cur = self.sq.cur.wrapping_add(1);
             self.sq.acked = self.sq.cur;

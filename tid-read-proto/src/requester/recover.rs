@@ -44,7 +44,8 @@ impl<P: FlowPlatform> Requester<P> {
     }
 
     /// The state to resend from IB PSN `psn`: `s_cur` and `s_state` at the
-    /// READ holding it, `s_psn = psn`, and the reads outstanding recounted.
+    /// READ holding it, `s_psn = psn`, the reads outstanding recounted and
+    /// the WRITE_RESPs outstanding zeroed.
     /// Kernel: `reset_psn()` with `update_num_rd_atomic()`.
     ///
     /// Deviation: a segment (or plain READ) stays counted outstanding if
@@ -55,6 +56,9 @@ impl<P: FlowPlatform> Requester<P> {
         let n0 = self.sq.acked;
         self.sq.cur = n0;
         self.uncount_from(psn);
+        // Every WRITE_REQ from `psn` on goes again and counts its
+        // WRITE_RESPs again.
+        self.write.pending_tid_w_resp = 0;
         let Some(first) = self.sq.get(n0) else {
             self.s_state = SendState::Start;
             self.reset_done(psn);

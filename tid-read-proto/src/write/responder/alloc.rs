@@ -9,7 +9,12 @@ use hfi1_hal::consts::{MAX_FLOWS, MAX_TID_FLOW_PSN};
 use hfi1_hal::flags::TidFlags;
 use hfi1_hal::lock_order::{LockToken, RLock};
 use hfi1_hal::rnr::{flow_wt, rnr_nak_syndrome, rnr_timer_index, tid_rnr_timeout_us};
-use tid_flow::{FlowError, clear_hw_flow, exp_rcv_setup, ring_space, setup_hw_flow, wait_position};
+use arrayvec::ArrayVec;
+use hfi1_hal::consts::MAX_SEGMENT_PAGES;
+use tid_flow::{
+    FlowError, PageWalk, SgeWalk, clear_hw_flow, exp_rcv_setup_with, ring_space, setup_hw_flow,
+    wait_position,
+};
 
 use super::{Env, RnrNakState};
 use crate::qualify::div_round_up_mtu;
@@ -41,6 +46,24 @@ pub enum AllocCtx<'a> {
     Intr(&'a RecvPath),
     /// The first leg building a WRITE_RESP: never NAKs.
     SendEngine,
+}
+
+/// The region's pages from the request's cursor, no further than the
+/// bytes of the request not yet allocated: the last segment of a request
+/// that is not a multiple of the segment length takes only its own pages.
+/// Kernel: `kern_find_pages()` on `req->ss`, whose SGE is as long as the
+/// WRITE (`rvt_rkey_ok()` with the request's length).
+struct RequestWalk<'a> {
+    inner: SgeWalk<'a>,
+    left: u32,
+}
+
+impl PageWalk for RequestWalk<'_> {
+    fn find_pages(&mut self, seg_len: u32, pages: &mut ArrayVec<u64, MAX_SEGMENT_PAGES>) -> u32 {
+        let found = self.inner.find_pages(seg_len.min(self.left), pages);
+        self.left = self.left.saturating_sub(found);
+        found
+    }
 }
 
 /// Why the loop stopped waiting (the `-EAGAIN` cases), and the segments
@@ -144,7 +167,20 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             self.w.stats.setup_errors += 1;
             return Ok(false);
         };
-        match exp_rcv_setup(self.rcd, &mut e.req, self.qp, self.locked.again(), pages) {
+        let left = e
+            .total_len
+            .saturating_sub(e.alloc_seg.saturating_mul(e.req.seg_len));
+        let mut cursor = e.req.cursor;
+        let mut walk = RequestWalk {
+            inner: SgeWalk {
+                sges: pages,
+                cursor: &mut cursor,
+            },
+            left,
+        };
+        let r = exp_rcv_setup_with(self.rcd, &mut e.req, self.qp, self.locked.again(), &mut walk);
+        e.req.cursor = cursor;
+        match r {
             Ok(()) => {
                 self.w.alloc_w_segs += 1;
                 e.alloc_seg += 1;
