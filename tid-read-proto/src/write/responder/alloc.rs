@@ -89,6 +89,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
                 if self.locked.flow.index.is_some() && self.w.alloc_w_segs == 0 {
                     clear_hw_flow(self.rcd, self.qp, self.locked.again());
                     self.w.flags.remove(TidFlags::R_TID_SW_PSN);
+                    self.release_held();
                 }
                 break;
             }
@@ -132,7 +133,9 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             clear_hw_flow(self.rcd, self.qp, self.locked.again());
             self.w.sync_pt = false;
             self.w.flags.remove(TidFlags::R_TID_SW_PSN);
+            self.release_held();
         }
+        self.drain_held();
         if self.locked.flow.index.is_none() {
             match setup_hw_flow(self.rcd, self.qp, self.locked.again()) {
                 Ok(()) => {}

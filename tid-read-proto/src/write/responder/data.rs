@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! WRITE_DATA reaching software at the responder: a segment's last packet
-//! (the chip placed and suppressed the rest), its TIDs released, more
-//! allocated, and a TID ACK owed. Kernel:
+//! (the chip placed and suppressed the rest), its TIDs retired (held
+//! until the flow leaves their generation, see `held`), more allocated,
+//! and a TID ACK owed. Kernel:
 //! `hfi1_rc_rcv_tid_rdma_write_data()`.
 
 use hfi1_hal::FlowPsn;
 use hfi1_hal::flags::TidFlags;
-use tid_flow::{exp_rcv_clear, ring_count};
+use tid_flow::ring_count;
 
 use super::{AllocCtx, Env, RecvPath};
 use crate::responder::Responder;
@@ -75,12 +76,14 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             return DataVerdict::InSequence;
         }
         f.psns.r_next_psn = next;
-        if exp_rcv_clear(self.rcd, &mut e.req, self.qp, self.locked.again()).is_err() {
+        if !self.retire_segment(t) {
             self.w.stats.dropped += 1;
             return DataVerdict::Dropped;
         }
         self.w.alloc_w_segs = self.w.alloc_w_segs.saturating_sub(1);
-        e.comp_seg += 1;
+        if let Some(e) = self.w.entries.get_mut(t) {
+            e.comp_seg += 1;
+        }
         self.w.tid_nak = None;
         self.w.stats.segments_received += 1;
         if self.w.r_tid_ack.is_none() {

@@ -73,6 +73,20 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             self.w.r_next_psn_kdeth = expected;
             return self.nak_once(expected);
         }
+        // The chip placed in-sequence packets since, without telling
+        // software: the packet the last NAK asked for came, and that
+        // episode is over.
+        if let Some(idx) = f.idx {
+            let es = self.rcd.exp_lock.lock(self.locked.token);
+            let chip = es.chip.read_flow(idx).next_psn();
+            drop(es);
+            let same_gen = chip.generation() == f.psns.r_next_psn.generation();
+            if same_gen && chip.as_psn().delta(f.psns.r_next_psn.as_psn()) > 0 {
+                f.psns.r_next_psn = chip;
+                self.w.r_next_psn_kdeth = chip;
+                self.w.tid_nak = None;
+            }
+        }
         let diff = psn.as_psn().delta(f.psns.r_next_psn.as_psn());
         if diff > 0 {
             let expected = f.psns.r_next_psn;

@@ -30,6 +30,8 @@
 //!   READ responder's NAK rule, as a TID READ_REQ is here; 6.1 errors the
 //!   QP and sends nothing (`tests/write_responder.rs`:
 //!   `bad_rkey_write_req_is_naked_as_a_remote_access_error`).
+//! - A received segment's RcvArray entries are held until the QP's flow
+//!   leaves their generation; 6.1 reuses them at once (`held`).
 //! - A request's flow records are allocated when its WRITE_REQ is accepted
 //!   (atomically, on the receive path), not for all 25 ack-queue slots at
 //!   QP creation; if that allocation fails the QP errors with a remote
@@ -64,6 +66,7 @@ mod alloc;
 mod data;
 mod dup;
 mod eflags;
+mod held;
 mod req;
 mod resp;
 mod resync;
@@ -75,9 +78,11 @@ pub use req::WriteReqVerdict;
 pub(crate) use resp::respond;
 pub use resync::ResyncVerdict;
 
+use ::alloc::vec::Vec;
+
 use hfi1_hal::flags::TidFlags;
 use hfi1_hal::{FlowPsn, Psn};
-use tid_flow::{FlowPlatform, QpLocked, RcvCtxt, TidRequest};
+use tid_flow::{FlowPlatform, QpLocked, RcvCtxt, Retired, TidRequest};
 
 use super::TidReqState;
 use crate::rc::retry::Timer;
@@ -130,6 +135,8 @@ counters! {
         pub gen_errors,
         /// Reap timer expiries that errored the QP.
         pub reap_expiries,
+        /// Flows moved to a fresh generation to give held TIDs back.
+        pub regenerations,
     }
 }
 
@@ -243,6 +250,9 @@ pub struct WriteResponder<P: FlowPlatform> {
     flags: TidFlags,
     /// The reap timer. Kernel: `qpriv->s_tid_timer`.
     reap: Timer,
+    /// Received segments' RcvArray entries, held until the flow leaves
+    /// their generation (see `held`).
+    held: Vec<Retired>,
     /// What happened so far.
     pub stats: WriteRespStats,
 }
@@ -287,6 +297,7 @@ impl<P: FlowPlatform> WriteResponder<P> {
             resync: false,
             flags: TidFlags::empty(),
             reap: Timer::default(),
+            held: Vec::new(),
             stats: WriteRespStats::default(),
         }
     }
@@ -322,6 +333,12 @@ impl<P: FlowPlatform> WriteResponder<P> {
     /// The reap timer (armed while WRITE_RESPs wait for their data).
     pub fn reap_timer(&self) -> Timer {
         self.reap
+    }
+
+    /// RcvArray entries of received segments held until the flow leaves
+    /// their generation.
+    pub fn held_entries(&self) -> u32 {
+        self.held.iter().map(Retired::entries).sum()
     }
 
     /// Segments programmed now, over every entry.

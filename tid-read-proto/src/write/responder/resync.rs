@@ -58,6 +58,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         }
         resync_hw_flow(self.rcd, self.locked.again(), generation);
         self.w.flags.remove(TidFlags::R_TID_SW_PSN);
+        self.release_held();
         self.renumber();
         self.w.resync = true;
         // A RESYNC is always answered with an ACK, never a NAK.

@@ -24,6 +24,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
     /// The QP's `s_lock` held; takes `exp_lock` through `tid-flow`.
     pub(crate) fn flush(&mut self, wmrs: &impl WriteRegions) {
         clear_hw_flow(self.rcd, self.qp, self.locked.again());
+        self.release_held();
         for e in &mut self.w.entries {
             if e.req.has_flows() {
                 exp_rcv_clear_all(self.rcd, &mut e.req, self.qp, self.locked.again());
