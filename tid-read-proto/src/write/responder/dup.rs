@@ -76,8 +76,11 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             self.w.flags.remove(TidFlags::R_TID_WAIT_INTERLCK);
             self.rsp.rewind_to(prev);
         }
+        let rnr = self.w.rnr_nak_state != RnrNakState::Init;
         self.end_rnr_episode(intr, wmrs);
-        self.rsp.nak_state = None;
+        if !rnr || self.w.rnr_nak_state == RnrNakState::Init {
+            self.rsp.nak_state = None;
+        }
         WriteReqVerdict::Duplicate
     }
 
@@ -145,6 +148,16 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
 
     /// A retry PSN earlier than an RNR NAK's ends the RNR episode: the
     /// responder allocates again and `r_psn` moves past the newest entry.
+    ///
+    /// Deviation: the episode's NAK state is cleared before the
+    /// allocation, so a segment that still cannot have TIDs is RNR-NAKed
+    /// again (`r_psn` back at it). 6.1 clears `r_nak_state` only after
+    /// `hfi1_tid_write_alloc_resources()`, which then sends no RNR NAK
+    /// while `r_psn` stays past the unallocated segments: the
+    /// requester's resend of them is a duplicate that gets no answer
+    /// until TIDs come free, and each resend spends a retry
+    /// (`tests/write_responder.rs`:
+    /// `duplicate_ending_an_rnr_episode_rnr_naks_again_when_tids_are_still_short`).
     fn end_rnr_episode(&mut self, intr: &RecvPath, wmrs: &impl WriteRegions) {
         if self.w.rnr_nak_state == RnrNakState::Init {
             return;
@@ -154,6 +167,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         if let Some(a) = self.rsp.ack.get(Responder::prev(self.rsp.head)) {
             self.rsp.expected_psn = a.lpsn.add(1);
         }
+        self.rsp.nak_state = None;
         self.alloc_resources(wmrs, AllocCtx::Intr(intr));
     }
 }
