@@ -178,14 +178,26 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
     }
 
     /// The RESYNC ACK's PSNs: the one before the QP's new generation, and
-    /// the last KDETH PSN received in order before the RESYNC (saved, so a
+    /// the last KDETH PSN received in order before the RESYNC: the oldest
+    /// receiving segment's (see `resync`), else the QP's (saved, so a
     /// RESYNC right after another reports the same). Kernel: the
     /// `qpriv->resync` branches of `hfi1_build_tid_rdma_write_ack()`.
     fn resync_kind(&mut self) -> AckKind {
         let generation = self.locked.flow.generation;
+        if let Some(report) = self.w.resync_report.take() {
+            self.w.r_next_psn_kdeth_save = report;
+            self.w.save_valid = true;
+            let bth = psn_before(generation).get();
+            self.w.r_next_psn_kdeth = FlowPsn::from_raw(bth.wrapping_add(1));
+            return AckKind::Resync {
+                generation,
+                saved: report,
+            };
+        }
         let got = FlowPsn::from_raw(self.w.r_next_psn_kdeth.raw().wrapping_sub(1));
         if !is_resync_psn(got.raw()) {
             self.w.r_next_psn_kdeth_save = got;
+            self.w.save_valid = true;
             let bth = psn_before(generation).get();
             self.w.r_next_psn_kdeth = FlowPsn::from_raw(bth.wrapping_add(1));
         }

@@ -245,6 +245,12 @@ pub struct WriteResponder<P: FlowPlatform> {
     r_next_psn_kdeth_save: FlowPsn,
     /// A RESYNC ACK is owed. Kernel: `qpriv->resync`.
     resync: bool,
+    /// What the owed RESYNC ACK reports as received: the last PSN the
+    /// oldest receiving segment got in order (see `resync`).
+    resync_report: Option<FlowPsn>,
+    /// `r_next_psn_kdeth_save` holds what a RESYNC ACK reported (not its
+    /// initial 0).
+    save_valid: bool,
     /// `ACK_PENDING`, `R_TID_RSC_TIMER`, `R_TID_SW_PSN`. Kernel:
     /// `qpriv->s_flags`.
     flags: TidFlags,
@@ -295,6 +301,8 @@ impl<P: FlowPlatform> WriteResponder<P> {
             r_next_psn_kdeth: FlowPsn::default(),
             r_next_psn_kdeth_save: FlowPsn::default(),
             resync: false,
+            resync_report: None,
+            save_valid: false,
             flags: TidFlags::empty(),
             reap: Timer::default(),
             held: Vec::new(),

@@ -3,10 +3,23 @@
 //! requester names, from sequence 0, and every allocated segment not yet
 //! received is renumbered there; a RESYNC ACK is owed. Kernel:
 //! `hfi1_rc_rcv_tid_rdma_resync()`.
+//!
+//! Deviation: the RESYNC ACK reports as received the last PSN the oldest
+//! receiving segment got in order (its flow's `r_next_psn - 1`, the value
+//! the renumbering itself uses), not the QP-wide `r_next_psn_kdeth`
+//! (`_save`). Before any packet reached software that one is 0
+//! (`kzalloc`), which the requester compares with the segment's PSNs in
+//! 31-bit serial order: for half the generations 0 lies ahead, and the
+//! requester acknowledged (and completed) a segment the responder never
+//! got, while the responder kept its TIDs for it (soak seed 18;
+//! `tests/write_responder.rs`:
+//! `resync_ack_before_any_packet_reports_nothing_received`).
 
 use hfi1_hal::flags::TidFlags;
 use hfi1_hal::{FlowPsn, Generation};
 use tid_flow::{resync_hw_flow, ring_count, ring_next};
+
+use crate::wire::resync::is_resync_psn;
 
 use super::{Env, RecvPath};
 use crate::responder::Responder;
@@ -56,6 +69,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             self.w.stats.resyncs_ignored += 1;
             return ResyncVerdict::Ignored;
         }
+        self.w.resync_report = self.oldest_received();
         resync_hw_flow(self.rcd, self.locked.again(), generation);
         self.w.flags.remove(TidFlags::R_TID_SW_PSN);
         self.release_held();
@@ -115,6 +129,27 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
     /// A TID ACK (or NAK) is owed: `r_tid_ack` names the entry receiving
     /// data if it named none yet. Kernel: `tid_rdma_trigger_ack()`
     /// (`validate_r_tid_ack()`, `tid_rdma_schedule_ack()`).
+    /// The last flow PSN the oldest segment still receiving got in
+    /// order (its flow's next expected PSN, less one), before the
+    /// renumbering moves it; `None` if no segment is receiving, or if it
+    /// got nothing since a RESYNC that was answered.
+    fn oldest_received(&self) -> Option<FlowPsn> {
+        let t = self.w.r_tid_tail.filter(|&t| self.rsp.is_write(t))?;
+        let e = self.w.entries.get(t)?;
+        if ring_count(e.req.setup_head, e.req.clear_tail) == 0 {
+            return None;
+        }
+        let f = e.req.flow(e.req.clear_tail)?;
+        let got = FlowPsn::from_raw(f.psns.r_next_psn.raw().wrapping_sub(1));
+        // Nothing received since an earlier RESYNC renumbered it: report
+        // what that RESYNC's ACK did (6.1's rule for back-to-back RESYNCs,
+        // the requester may not have that ACK).
+        if is_resync_psn(got.raw()) && self.w.save_valid {
+            return None;
+        }
+        Some(got)
+    }
+
     pub(crate) fn trigger_ack(&mut self) {
         if self.w.r_tid_ack.is_none() {
             self.w.r_tid_ack = self.w.r_tid_tail;
