@@ -81,6 +81,7 @@ use crate::rng::Rng;
 use crate::series::{Sample, Series};
 pub use crate::soak::soak_options;
 
+mod deliver;
 mod held;
 mod hooks;
 mod timers;
@@ -106,8 +107,9 @@ const MAX_QUEUED: usize = 100_000;
 pub const SIM_TIMEOUT: u8 = 6;
 /// Packets a link holds before its sender must wait (flow control).
 const LINK_CREDITS: usize = 256;
-/// Timer expiries on an idle system without a completion before the run
-/// is declared stuck (a retry budget runs out after 8).
+/// Timer expiries on an idle system without a completion (or a WRITE
+/// segment's progress) before the run is declared stuck (a retry budget
+/// runs out after 8).
 const MAX_IDLE_FIRES: u32 = 200;
 /// Wire speed for simulated time: bytes per nanosecond (100 Gb/s).
 const WIRE_BYTES_PER_NS: f64 = 12.5;
@@ -488,112 +490,6 @@ impl<'a, O: Observer> Scenario<'a, O> {
             self.sync_reap(i);
         }
         self.ship(false);
-    }
-
-    /// Moves what one node's engines sent onto its link: the requester's
-    /// to the responder or the other way. The packets the fault injector
-    /// dropped are shown to the observer and recycled.
-    fn ship(&mut self, from_requester: bool) {
-        let (outbox, link, interface) = if from_requester {
-            (&mut self.nodes.to_responders, &mut self.to_responder, 0)
-        } else {
-            (&mut self.nodes.to_requesters, &mut self.to_requester, 1)
-        };
-        let dropped = ship(outbox, link, &mut self.rng);
-        for bytes in dropped {
-            self.seen(interface, self.clock.ns, &bytes, Fate::Dropped);
-            let outbox = if from_requester {
-                &mut self.nodes.to_responders
-            } else {
-                &mut self.nodes.to_requesters
-            };
-            outbox.recycle(bytes);
-        }
-    }
-
-    /// One packet crosses to the responder node.
-    fn deliver_to_responder(&mut self) {
-        let Some(p) = self.take_delivery(0) else {
-            return;
-        };
-        let at = self.nodes.deliver_to_responder(&p.bytes, &mut self.root);
-        if let Some(i) = at.qp() {
-            self.sync_reap(i);
-        }
-        match at {
-            AtResponder::Received { .. } | AtResponder::WriteReq { .. } => {}
-            AtResponder::Resync { .. } => self.rep.write.resyncs_received += 1,
-            AtResponder::WriteData { outcome, .. } => {
-                self.rep.write.suppressed += u64::from(!outcome.delivered);
-                self.rep.write.kdeth_errors += u64::from(outcome.error.is_some());
-            }
-            AtResponder::NotReceived { .. } => self.rep.write.not_received += 1,
-            _ => self.rep.malformed += 1,
-        }
-        self.nodes.to_responders.recycle(p.bytes);
-    }
-
-    /// One packet crosses to the requester node; the QP it reached posts
-    /// more.
-    fn deliver_to_requester(&mut self) {
-        let Some(p) = self.take_delivery(1) else {
-            return;
-        };
-        self.clock.wire_to_requester += p.bytes.len() as u64;
-        let AtRequester { arrival, done } =
-            self.nodes.deliver_to_requester(&p.bytes, &mut self.root);
-        self.nodes.to_requesters.recycle(p.bytes);
-        let i = match arrival {
-            Arrival::ReadResp { qp, verdict, .. } => {
-                match verdict {
-                    Some(Ok(_)) => {}
-                    Some(Err(_)) => self.rep.engine_errors += 1,
-                    None => self.rep.suppressed += 1,
-                }
-                qp
-            }
-            Arrival::Ack { qp, .. }
-            | Arrival::ReadResponse { qp, .. }
-            | Arrival::WriteResp { qp, .. }
-            | Arrival::TidAck { qp, .. } => qp,
-            _ => {
-                self.rep.malformed += 1;
-                return;
-            }
-        };
-        if !done.is_empty() {
-            self.clock.idle_fires = 0;
-        }
-        self.count_done(done);
-        self.post_more(i);
-        self.sync_timers(i);
-    }
-
-    /// Counts completions (see `count_completion`); a completion without
-    /// its posted READ is an engine error.
-    fn count_done(&mut self, done: Vec<tid_harness::world::Done>) {
-        for d in done {
-            if d.posted.is_none() {
-                self.rep.engine_errors += 1;
-                continue;
-            }
-            self.count_completion(&d);
-        }
-    }
-
-    /// Whether a faulty fabric explains a READ failing with `status`, as
-    /// the kernel fails it: the retry budget ran out; flushed behind an
-    /// error; or a remote error after the responder refused a request for
-    /// a full ack queue (6.1's rule once stale duplicates re-armed its
-    /// entries, see `tid-harness`'s fuzz world).
-    fn fabric_explains(&mut self, status: WcStatus) -> bool {
-        match status {
-            WcStatus::RetryExceeded | WcStatus::Flushed => true,
-            WcStatus::RemoteOperational | WcStatus::RemoteInvalidRequest => {
-                self.nodes.responder_stats(&mut self.root).queue_full > 0
-            }
-            _ => false,
-        }
     }
 
     /// Gathers the counters, reads what is still held, flushes every QP.

@@ -5,12 +5,12 @@
 //! tail), `hfi1_compute_tid_rnr_timeout()`,
 //! `hfi1_compute_tid_rdma_flow_wt()`, `position_in_queue()`.
 
+use arrayvec::ArrayVec;
+use hfi1_hal::consts::MAX_SEGMENT_PAGES;
 use hfi1_hal::consts::{MAX_FLOWS, MAX_TID_FLOW_PSN};
 use hfi1_hal::flags::TidFlags;
 use hfi1_hal::lock_order::{LockToken, RLock};
 use hfi1_hal::rnr::{flow_wt, rnr_nak_syndrome, rnr_timer_index, tid_rnr_timeout_us};
-use arrayvec::ArrayVec;
-use hfi1_hal::consts::MAX_SEGMENT_PAGES;
 use tid_flow::{
     FlowError, PageWalk, SgeWalk, clear_hw_flow, exp_rcv_setup_with, ring_space, setup_hw_flow,
     wait_position,
@@ -181,7 +181,13 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             },
             left,
         };
-        let r = exp_rcv_setup_with(self.rcd, &mut e.req, self.qp, self.locked.again(), &mut walk);
+        let r = exp_rcv_setup_with(
+            self.rcd,
+            &mut e.req,
+            self.qp,
+            self.locked.again(),
+            &mut walk,
+        );
         e.req.cursor = cursor;
         match r {
             Ok(()) => {

@@ -156,8 +156,8 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
     /// while `r_psn` stays past the unallocated segments: the
     /// requester's resend of them is a duplicate that gets no answer
     /// until TIDs come free, and each resend spends a retry
-    /// (`tests/write_responder.rs`:
-    /// `duplicate_ending_an_rnr_episode_rnr_naks_again_when_tids_are_still_short`).
+    /// (`tid-sim/tests/write_faults.rs`:
+    /// `a_duplicate_ending_an_rnr_episode_rnr_naks_again_while_tids_are_short`).
     fn end_rnr_episode(&mut self, intr: &RecvPath, wmrs: &impl WriteRegions) {
         if self.w.rnr_nak_state == RnrNakState::Init {
             return;

@@ -5,6 +5,17 @@
 //! NAK too; once checking in software, an in-order packet goes on and a
 //! segment's in-order last packet is received normally. Kernel: the TID
 //! WRITE half of `hfi1_handle_kdeth_eflags()`.
+//!
+//! Deviation: with software checking on, a sequence error first reads
+//! the chip's flow register again; if the chip is past software's
+//! expected PSN it placed the resend the last TID NAK asked for without
+//! telling software, so software follows it and the NAK episode ends
+//! (6.1 ends it only when software sees that PSN, which it never does
+//! then): a second loss in the segment is NAKed at once instead of
+//! waiting for the TID retry timer and a RESYNC, which under loss starved
+//! the QPs waiting for the responder's TIDs into RETRY_EXC_ERR
+//! (`tid-sim/tests/write_faults.rs`:
+//! `a_duplicate_ending_an_rnr_episode_rnr_naks_again_while_tids_are_short`).
 
 use hfi1_hal::FlowPsn;
 use hfi1_hal::flags::TidFlags;

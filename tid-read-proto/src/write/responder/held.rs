@@ -11,7 +11,9 @@
 //! still passes the generation check while the flow keeps its generation)
 //! lands in the buffer of whichever segment took the entries next, on
 //! this QP or another, and corrupts a WRITE that then completes
-//! successfully (`tests/write_late_copy.rs`). The READ requester keeps
+//! successfully (`tid-sim/tests/write_faults.rs`:
+//! `late_copies_of_a_received_segment_do_not_reach_the_next_owner`).
+//! The READ requester keeps
 //! its completed segments' entries for the same reason.
 //!
 //! The entries come back when the flow's generation moves: the flow is

@@ -32,6 +32,11 @@
 //!   `bad_rkey_write_req_is_naked_as_a_remote_access_error`).
 //! - A received segment's RcvArray entries are held until the QP's flow
 //!   leaves their generation; 6.1 reuses them at once (`held`).
+//! - A duplicate WRITE_REQ that ends an RNR episode RNR-NAKs again when
+//!   TIDs are still short (`dup`); a sequence error after the chip
+//!   silently placed a NAKed resend ends the NAK episode (`eflags`); a
+//!   RESYNC ACK reports the oldest receiving segment's last in-order PSN
+//!   (`resync`).
 //! - A request's flow records are allocated when its WRITE_REQ is accepted
 //!   (atomically, on the receive path), not for all 25 ack-queue slots at
 //!   QP creation; if that allocation fails the QP errors with a remote

@@ -11,9 +11,9 @@
 //! (`kzalloc`), which the requester compares with the segment's PSNs in
 //! 31-bit serial order: for half the generations 0 lies ahead, and the
 //! requester acknowledged (and completed) a segment the responder never
-//! got, while the responder kept its TIDs for it (soak seed 18;
-//! `tests/write_responder.rs`:
-//! `resync_ack_before_any_packet_reports_nothing_received`).
+//! got, while the responder kept its TIDs for it
+//! (`tid-sim/tests/write_faults.rs`:
+//! `a_resync_ack_before_any_packet_reports_nothing_received`).
 
 use hfi1_hal::flags::TidFlags;
 use hfi1_hal::{FlowPsn, Generation};
