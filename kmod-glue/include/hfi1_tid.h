@@ -202,15 +202,21 @@ struct hfi1_tid_sge {
 	u32 length;
 };
 
-/* What hfi1_tid_read_test() saw (readtest.rs). */
-struct hfi1_tid_read_result {
+/* What hfi1_tid_read/write/mix_test() saw (prototest.rs). */
+struct hfi1_tid_proto_result {
 	u64 posted;
+	u64 writes;
 	u64 completed;
 	u64 failed;
 	u64 verified_bytes;
 	u64 mismatched_bytes;
 	u64 segments;
 	u64 tid_waits;
+	u64 write_segments;
+	u64 rnr_naks;
+	u64 rnr_timeouts;
+	u64 tid_acks;
+	u64 second_leg_runs;
 	u64 to_responder;
 	u64 to_requester;
 	u64 timeouts;
@@ -424,12 +430,15 @@ int hfi1_tid_wt_flush(const struct hfi1_tid_wt *wt, struct hfi1_tid_qp *qp);
 u64 hfi1_tid_wt_stats(const struct hfi1_tid_wt *wt, u32 k);
 
 /*
- * Test harness (readtest.rs, Rust feature "selftest"): TID RDMA
- * READs between requester and responder engines on kernel locks and
- * memory, the requester's data placed by a software chip. Needs the
- * registered platform; call with no lock held.
+ * Test harness (prototest.rs, Rust feature "selftest"): TID RDMA READs,
+ * TID RDMA WRITEs, and both mixed on each QP, between requester and
+ * responder engines on kernel locks and memory, each side's data placed
+ * by its software chip. Need the registered platform; call with no lock
+ * held (they take r_lock, s_lock and exp_lock, in that order).
  */
-int hfi1_tid_read_test(struct hfi1_tid_read_result *out);
+int hfi1_tid_read_test(struct hfi1_tid_proto_result *out);
+int hfi1_tid_write_test(struct hfi1_tid_proto_result *out);
+int hfi1_tid_mix_test(struct hfi1_tid_proto_result *out);
 
 
 u32 hfi1_tid_abi_version(void);

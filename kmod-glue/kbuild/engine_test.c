@@ -799,27 +799,66 @@ out:
 }
 
 /*
- * Phase 3 ("read"): TID RDMA READs between the requester and responder
- * engines (readtest.rs): kernel spinlocks and kmalloc, the requester's
- * data placed by a software chip and compared byte by byte.
+ * Phases 3 to 5 ("read", "write", "mixed"): TID RDMA READs, TID RDMA
+ * WRITEs, and both mixed on each QP, between requester and responder
+ * engines (prototest.rs): kernel spinlocks of the r_lock, s_lock and
+ * exp_lock classes and kmalloc, each side's data placed by its software
+ * chip and compared byte by byte, nothing held at the end.
  */
-static void phase_read(struct hfi1_tid_test_result *res)
-{
-	struct hfi1_tid_read_result r = {};
-	int ret = hfi1_tid_read_test(&r);
+enum proto_phase { PHASE_READ, PHASE_WRITE, PHASE_MIXED };
 
+static void phase_proto(struct hfi1_tid_test_result *res, enum proto_phase p)
+{
+	static const char *const names[] = { "READ", "WRITE", "mixed" };
+	unsigned int failed_before = res->failed;
+	struct hfi1_tid_proto_result r = {};
+	int ret;
+
+	switch (p) {
+	case PHASE_READ:
+		ret = hfi1_tid_read_test(&r);
+		break;
+	case PHASE_WRITE:
+		ret = hfi1_tid_write_test(&r);
+		break;
+	default:
+		ret = hfi1_tid_mix_test(&r);
+		break;
+	}
 	HFI1_TID_CHECK(res, ret == 0);
 	HFI1_TID_CHECK(res, r.posted > 0 && r.completed == r.posted);
 	HFI1_TID_CHECK(res, r.failed == 0 && r.errors == 0 && r.timeouts == 0);
 	HFI1_TID_CHECK(res, r.verified_bytes > 0 && r.mismatched_bytes == 0);
-	/* The requesters had to wait for RcvArray space. */
-	HFI1_TID_CHECK(res, r.tid_waits > 0);
 	HFI1_TID_CHECK(res, r.left_over == 0);
-	res->read_left += r.left_over;
-	pr_info("%s: read (engines): %llu of %llu READs, %llu bytes checked, %llu mismatched, %llu segments, %llu RcvArray waits, %llu+%llu packets, %llu steps, %llu left over\n",
-		HFI1_TID_MOD, r.completed, r.posted, r.verified_bytes,
-		r.mismatched_bytes, r.segments, r.tid_waits, r.to_responder,
-		r.to_requester, r.steps, r.left_over);
+	switch (p) {
+	case PHASE_READ:
+		/* The requesters had to wait for RcvArray space. */
+		HFI1_TID_CHECK(res, r.writes == 0 && r.tid_waits > 0);
+		break;
+	case PHASE_WRITE:
+		/*
+		 * Every request a TID WRITE, its data received by the
+		 * responder and TID-ACKed; the responders ran out of
+		 * RcvArray space and RNR-NAKed, and the RNR timer
+		 * brought the WRITE_REQs back.
+		 */
+		HFI1_TID_CHECK(res, r.writes == r.posted && r.write_segments > 0);
+		HFI1_TID_CHECK(res, r.tid_acks > 0 && r.second_leg_runs > 0);
+		HFI1_TID_CHECK(res, r.rnr_naks > 0 && r.rnr_timeouts > 0);
+		break;
+	default:
+		HFI1_TID_CHECK(res, r.writes > 0 && r.writes < r.posted);
+		HFI1_TID_CHECK(res, r.segments > 0 && r.write_segments > 0);
+		break;
+	}
+	res->proto_left += r.left_over;
+	pr_info("%s: %s (engines): %llu of %llu requests (%llu WRITEs) %s, %llu bytes checked, %llu mismatched, %llu READ segments, %llu RcvArray waits, %llu WRITE segments, %llu RNR NAKs, %llu RNR timeouts, %llu TID ACKs, %llu second legs, %llu+%llu packets, %llu retry timeouts, %llu errors, %llu steps, %llu left over\n",
+		HFI1_TID_MOD, names[p], r.completed, r.posted, r.writes,
+		res->failed == failed_before ? "passed" : "FAILED",
+		r.verified_bytes, r.mismatched_bytes, r.segments, r.tid_waits,
+		r.write_segments, r.rnr_naks, r.rnr_timeouts, r.tid_acks,
+		r.second_leg_runs, r.to_responder, r.to_requester, r.timeouts,
+		r.errors, r.steps, r.left_over);
 }
 
 void hfi1_tid_engine_test(struct hfi1_tid_test_result *res)
@@ -835,7 +874,9 @@ void hfi1_tid_engine_test(struct hfi1_tid_test_result *res)
 	phase_flush(res, false);
 	phase_exhaustion(res, true);
 	phase_flush(res, true);
-	phase_read(res);
+	phase_proto(res, PHASE_READ);
+	phase_proto(res, PHASE_WRITE);
+	phase_proto(res, PHASE_MIXED);
 	HFI1_TID_CHECK(res, atomic_long_read(&extra_refs) == 0);
 	HFI1_TID_CHECK(res, atomic_long_read(&dma_live) == 0);
 	HFI1_TID_CHECK(res, atomic_long_read(&kmem_waits) == 0);

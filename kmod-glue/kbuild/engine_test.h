@@ -11,7 +11,7 @@ struct hfi1_tid_test_result {
 	unsigned long flows_left, groups_left, waiters_left;
 	unsigned long qps_still_referenced, ctx_busy;
 	unsigned long objects_left, qp_refs_left, dma_left;
-	unsigned long read_left;	/* what the READ phase found held */
+	unsigned long proto_left;	/* what the READ/WRITE/mixed phases found held */
 };
 
 #define HFI1_TID_CHECK(res, cond)                                            \

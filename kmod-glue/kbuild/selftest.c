@@ -253,12 +253,12 @@ static void __exit hfi1_tid_selftest_exit(void)
 	hfi1_tid_alloc_stats(&s);
 	left = s.live + e->flows_left + e->groups_left + e->waiters_left +
 	       e->qps_still_referenced + e->ctx_busy + e->objects_left +
-	       e->qp_refs_left + e->dma_left + e->read_left;
-	pr_info("%s: unload: allocations live %ld (of %ld, %ld atomic), qp refs %lu, QPs still referenced %lu, TID groups %lu, flows %lu, waiters %lu, busy contexts %lu, engine objects %lu, DMA mappings %lu, READ test %lu\n",
+	       e->qp_refs_left + e->dma_left + e->proto_left;
+	pr_info("%s: unload: allocations live %ld (of %ld, %ld atomic), qp refs %lu, QPs still referenced %lu, TID groups %lu, flows %lu, waiters %lu, busy contexts %lu, engine objects %lu, DMA mappings %lu, READ/WRITE tests %lu\n",
 		HFI1_TID_MOD, s.live, s.total, s.atomic, e->qp_refs_left,
 		e->qps_still_referenced, e->groups_left, e->flows_left,
 		e->waiters_left, e->ctx_busy, e->objects_left, e->dma_left,
-		e->read_left);
+		e->proto_left);
 	if (left)
 		pr_err("%s: unload: LEAK\n", HFI1_TID_MOD);
 	else

@@ -12,7 +12,8 @@
 #           show lockdep, KASAN and kmemleak active, no lockdep, KASAN,
 #           debug-objects, sleep-in-atomic or UBSAN report, debug_locks
 #           still 1 at the end, and kmemleak's scan after the unload must
-#           name nothing of ours (judge_checkers)
+#           name nothing of ours (judge_checkers); the READ, WRITE and
+#           mixed runs must each pass (qemu-test.sh)
 #   hfi1    the rebuilt hfi1.ko, built against the debug kernel, with the
 #           debug kernel's own ib_core, ib_uverbs, rdmavt and i2c-algo-bit
 #           (hfi1-test.sh, TID_DIFF_CASES cases, default 20000, and
@@ -42,7 +43,10 @@
 # While the module is loaded the boots list our classes from /proc/lockdep
 # ("GUEST: lockdep class/dep ..."): the self-test (wait queues and the
 # stateful engine on the kernel platform's spinlocks and a real workqueue)
-# must have made lockdep record s_lock -> exp_lock, and never the reverse.
+# must have made lockdep record s_lock -> exp_lock, and never the reverse;
+# the WRITE runs' responders, entered under their r_lock, r_lock -> s_lock
+# and the chain r_lock -> s_lock -> exp_lock (from /proc/lockdep_chains,
+# "GUEST: lockdep chain ..."), and nothing back to r_lock.
 #
 # Usage: lockdep-test.sh [--debug-only]
 # Environment: TID_DIFF_CASES (default 20000) and TID_SDIFF_OPS (default
@@ -52,6 +56,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 glue="$(dirname "$here")"
 name=hfi1_tid_selftest
+r_class=hfi1_tid_qp_r_lock
 s_class=hfi1_tid_qp_s_lock
 exp_class=hfi1_tid_rcd_exp_lock
 # The driver's classes, as lockdep names them (with a #N when another
@@ -93,6 +98,18 @@ if [ -r /proc/lockdep ]; then
 busybox awk '/ FD: *[0-9]+ BD: *[0-9]+ / { c = ($NF ~ /^(hfi1_tid_|&qp->s_lock|&rcd->exp_lock)/) ? $NF : ""; if (c != "") print "GUEST: lockdep class " c; next }
 /^ -> / && c != "" { print "GUEST: lockdep dep " c " -> " $NF }' /proc/lockdep
 else echo "GUEST: no /proc/lockdep"; fi
+PROBE
+)
+# ...and, for the self-test boot, every lock chain that holds our
+# r_lock ("GUEST: lockdep chain A -> B -> ..."), from /proc/lockdep_chains.
+chain_probe=$(
+	cat <<'PROBE'
+if [ -r /proc/lockdep_chains ]; then
+busybox awk 'function out() { if (c ~ /hfi1_tid_qp_r_lock/) print "GUEST: lockdep chain " c; c = "" }
+/^irq_context:/ { out(); next }
+/^\[/ { c = c (c == "" ? "" : " -> ") $NF }
+END { out() }' /proc/lockdep_chains | busybox sort -u
+fi
 PROBE
 )
 
@@ -143,6 +160,14 @@ judge_clean() {
 	grep -q "GUEST: lockdep dep $s_class -> $exp_class" "$log" ||
 		{ echo "lockdep recorded no $s_class -> $exp_class dependency"; ok=1; }
 	! grep -q "GUEST: lockdep dep $exp_class -> $s_class" "$log" || { echo "lockdep recorded $exp_class -> $s_class"; ok=1; }
+	# The WRITE responder's allocation on the receive path: r_lock, then
+	# s_lock, then exp_lock, in one chain; never back to r_lock.
+	grep -q "GUEST: lockdep dep $r_class -> $s_class" "$log" ||
+		{ echo "lockdep recorded no $r_class -> $s_class dependency"; ok=1; }
+	grep -q "GUEST: lockdep chain $r_class -> $s_class -> $exp_class" "$log" ||
+		{ echo "lockdep recorded no chain $r_class -> $s_class -> $exp_class"; ok=1; }
+	! grep -Eq "GUEST: lockdep dep ($s_class|$exp_class) -> $r_class" "$log" ||
+		{ echo "lockdep recorded a dependency back to $r_class"; ok=1; }
 	return $ok
 }
 
@@ -280,10 +305,12 @@ make -s -C "$glue" KDIR="$KDIR" BUILD="$glue/build/debug-kernel" RUST_TARGET_DIR
 debug_ko="$glue/build/debug-kernel/kbuild/$name.ko"
 if KDIR="$KDIR" KERNEL_IMAGE="$KERNEL_IMAGE" GUEST_POWEROFF=reboot \
 	MODULE="$debug_ko" KEEP_LOG="$logs/debug.log" \
-	GUEST_WHILE_LOADED="$probe" bash "$here/qemu-test.sh"; then
+	GUEST_WHILE_LOADED="$probe
+$chain_probe" bash "$here/qemu-test.sh"; then
 	if why=$(judge_clean "$logs/debug.log" "$debug_ko"); then
 		say "boot debug: PASS ($(checkers_summary "$logs/debug.log" "$debug_ko"), debug_locks 1 at the end)"
 		grep -m1 'kmemleak: Kernel memory leak detector initialized' "$logs/debug.log"
+		grep -E "$name: (READ|WRITE|mixed) \(engines\)|GUEST: lockdep (dep|chain) $r_class" "$logs/debug.log" | sort -u
 	else
 		err "boot debug: $why"
 	fi

@@ -5,6 +5,7 @@
 # with a static busybox into an initramfs, boots a kernel under qemu (TCG),
 # loads the module, unloads it, powers off, and judges the serial log:
 #   - "hfi1_tid_selftest: N passed, 0 failed" with N > 0,
+#   - a "passed" line for each of the engines' READ, WRITE and mixed runs,
 #   - "hfi1_tid_selftest: unload: nothing left over",
 #   - taint only O (out-of-tree) and E (unsigned) while loaded and after,
 #   - no WARNING, BUG, Oops, lockdep or ODEBUG report anywhere,
@@ -58,6 +59,11 @@ grep -E "^\[ *[0-9.]+\] $NAME: |GUEST: " "$GUEST_LOG" | grep -v 'GUEST: dmesg' |
 grep -q 'GUEST: insmod ok' "$GUEST_LOG" || guest_err "insmod did not succeed"
 grep -q 'GUEST: rmmod ok' "$GUEST_LOG" || guest_err "rmmod did not succeed"
 guest_check_verdict "$NAME"
+# The engines' READ, WRITE and mixed runs each report on a line of their own.
+for phase in READ WRITE mixed; do
+    grep -Eq "$NAME: $phase \(engines\): ([0-9]+) of \1 requests .* passed, " "$GUEST_LOG" ||
+        guest_err "no passed line of the $phase run"
+done
 grep -q "$NAME: unload: nothing left over" "$GUEST_LOG" || guest_err "unload report missing or shows leftovers"
 guest_check_common
 guest_finish qemu-test

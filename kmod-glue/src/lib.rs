@@ -86,10 +86,10 @@ pub mod lockdep_demo;
 pub mod platform;
 #[cfg(feature = "engine")]
 pub mod proto;
+#[cfg(feature = "selftest")]
+pub mod prototest;
 #[cfg(feature = "engine")]
 pub mod qp;
-#[cfg(feature = "selftest")]
-pub mod readtest;
 pub mod route;
 #[cfg(feature = "selftest")]
 pub mod waittest;

@@ -457,16 +457,23 @@ fn engine_through_the_c_abi() {
     );
 }
 
-/// The READ test the self-test module runs, on this file's callbacks.
+/// The READ, WRITE and mixed runs the self-test module makes, on this
+/// file's callbacks.
 fn read_between_two_engines() {
-    use kmod_glue::readtest::{QPS, READS, ReadTestResult, hfi1_tid_read_test};
+    use kmod_glue::prototest::{
+        MIX_OPS, ProtoTestResult, QPS, READ_BYTES, WRITE_BYTES, hfi1_tid_mix_test,
+        hfi1_tid_read_test, hfi1_tid_write_test,
+    };
 
-    let mut r = ReadTestResult::default();
+    let mut r = ProtoTestResult::default();
     // SAFETY: `r` is writable; the platform is registered.
     assert_eq!(unsafe { hfi1_tid_read_test(&mut r) }, 0);
-    println!("{r:?}");
-    let reads = (QPS * READS) as u64;
-    assert_eq!((r.posted, r.completed, r.failed), (reads, reads, 0));
+    println!("read: {r:?}");
+    let reads = (QPS * READ_BYTES.len()) as u64;
+    assert_eq!(
+        (r.posted, r.completed, r.failed, r.writes),
+        (reads, reads, 0, 0)
+    );
     assert_eq!(r.mismatched_bytes, 0);
     assert_eq!(
         r.verified_bytes,
@@ -477,6 +484,53 @@ fn read_between_two_engines() {
     assert!(r.tid_waits > 0, "the requesters waited for RcvArray space");
     assert_eq!((r.errors, r.timeouts, r.left_over), (0, 0, 0));
     assert_eq!(DMA_LIVE.load(Ordering::Acquire), 0);
+
+    let mut w = ProtoTestResult::default();
+    // SAFETY: as above.
+    assert_eq!(unsafe { hfi1_tid_write_test(&mut w) }, 0);
+    println!("write: {w:?}");
+    let writes = (QPS * WRITE_BYTES.len()) as u64;
+    assert_eq!(
+        (w.posted, w.writes, w.completed, w.failed),
+        (writes, writes, writes, 0)
+    );
+    let bytes: u32 = WRITE_BYTES.iter().sum();
+    assert_eq!(
+        (w.verified_bytes, w.mismatched_bytes),
+        (QPS as u64 * u64::from(bytes), 0)
+    );
+    // Two segments, then one, on every QP: each received and TID-ACKed.
+    assert_eq!(w.write_segments, QPS as u64 * 3);
+    assert!(w.tid_acks > 0, "{w:?}");
+    assert!(w.second_leg_runs > 0);
+    // Two segments' room for four QPs: the responders RNR-NAKed and the
+    // RNR timer brought the WRITE_REQs back.
+    assert!(w.rnr_naks > 0 && w.rnr_timeouts > 0, "{w:?}");
+    assert_eq!((w.errors, w.timeouts, w.left_over), (0, 0, 0));
+    assert_eq!(DMA_LIVE.load(Ordering::Acquire), 0);
+
+    let mut m = ProtoTestResult::default();
+    // SAFETY: as above.
+    assert_eq!(unsafe { hfi1_tid_mix_test(&mut m) }, 0);
+    println!("mixed: {m:?}");
+    let ops = (QPS * MIX_OPS.len()) as u64;
+    let nwrites = MIX_OPS.iter().filter(|o| o.1).count() as u64 * QPS as u64;
+    assert_eq!(
+        (m.posted, m.writes, m.completed, m.failed),
+        (ops, nwrites, ops, 0)
+    );
+    let bytes: u32 = MIX_OPS.iter().map(|o| o.0).sum();
+    assert_eq!(
+        (m.verified_bytes, m.mismatched_bytes),
+        (QPS as u64 * u64::from(bytes), 0)
+    );
+    assert!(m.segments > 0 && m.write_segments > 0, "{m:?}");
+    assert_eq!((m.errors, m.timeouts, m.left_over), (0, 0, 0));
+    assert_eq!(DMA_LIVE.load(Ordering::Acquire), 0);
     // SAFETY: a null result is refused.
-    assert_eq!(unsafe { hfi1_tid_read_test(std::ptr::null_mut()) }, EINVAL);
+    unsafe {
+        assert_eq!(hfi1_tid_read_test(std::ptr::null_mut()), EINVAL);
+        assert_eq!(hfi1_tid_write_test(std::ptr::null_mut()), EINVAL);
+        assert_eq!(hfi1_tid_mix_test(std::ptr::null_mut()), EINVAL);
+    }
 }

@@ -56,7 +56,7 @@ const STRUCTS: &[(&str, &str)] = &[
     ("CtxParams", "hfi1_tid_ctx_params"),
     ("CtxStats", "hfi1_tid_ctx_stats"),
     ("SgeC", "hfi1_tid_sge"),
-    ("ReadTestResult", "hfi1_tid_read_result"),
+    ("ProtoTestResult", "hfi1_tid_proto_result"),
     ("DrvOps", "hfi1_tid_drv_ops"),
     ("DrvQpView", "hfi1_tid_drv_qp"),
     ("DrvRcdView", "hfi1_tid_drv_rcd"),

@@ -132,14 +132,20 @@ impl SourceData for MemSource<'_> {
 /// of `sges` in `mem` (a WRITE's local buffer). Pages not in `mem` are
 /// skipped; returns the bytes written.
 pub fn fill_data(mem: &mut SimMemory, sges: &[Sge], remote: u64) -> u64 {
-    let mut page = [0u8; PAGE_SIZE as usize];
+    // A page goes in pieces: a whole page's buffer would be a 4 KiB stack
+    // frame, over the kernel self-test's budget for one function.
+    const PIECE: usize = 512;
+    let mut piece = [0u8; PIECE];
     let mut written = 0;
     for (k, pfn) in pfns(sges).enumerate() {
-        fill_pattern(
-            remote.wrapping_add(k as u64 * u64::from(PAGE_SIZE)),
-            &mut page,
-        );
-        if mem.write(pfn << 12, &page).is_ok() {
+        let src = remote.wrapping_add(k as u64 * u64::from(PAGE_SIZE));
+        // A page is mapped whole or not at all: the first piece decides.
+        let whole = (0..PAGE_SIZE as usize).step_by(PIECE).all(|off| {
+            fill_pattern(src.wrapping_add(off as u64), &mut piece);
+            mem.write((pfn << 12).wrapping_add(off as u64), &piece)
+                .is_ok()
+        });
+        if whole {
             written += u64::from(PAGE_SIZE);
         }
     }
