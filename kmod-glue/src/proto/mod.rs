@@ -48,7 +48,6 @@
 use core::ffi::c_void;
 
 use hfi1_hal::consts::{OP_TID_RDMA_ACK, OP_TID_RDMA_WRITE_DATA_LAST};
-use hfi1_hal::lock_order::{LockToken, RLock};
 use hfi1_hal::{FlowPsn, Psn};
 use tid_flow::Sge;
 use tid_read_proto::packet::{self, MAX_PACKET, Parsed};
@@ -65,12 +64,14 @@ use tid_read_proto::write::responder::{DataVerdict, ResyncVerdict, WriteReqVerdi
 
 use crate::engine::{Rcd, SgeC};
 use crate::errno::Errno;
-use crate::kplat::{KQp, KRef, KernelPlatform};
-use crate::qp::{with_held_r_lock, with_held_s_lock, with_r_lock_taken};
+use crate::kplat::{KQp, KernelPlatform};
 use crate::route::OpfnParams;
 
+mod entry;
 mod requester;
 mod responder;
+
+use entry::{Entry, RLockIs, Takes, bytes};
 
 pub use requester::*;
 pub use responder::*;
@@ -417,112 +418,5 @@ impl From<EngineError> for Errno {
             EngineError::Flow(f) => f.into(),
             EngineError::Packet(_) => Errno::MSGSIZE,
         }
-    }
-}
-
-fn engine_ret(r: Result<i32, EngineError>) -> i32 {
-    r.unwrap_or_else(|e| Errno::from(e).to_neg())
-}
-
-/// A receive context from the caller's handle.
-///
-/// # Safety
-///
-/// `rcd` is null or live.
-unsafe fn rcd_of<'a>(rcd: *const Rcd) -> Option<&'a tid_flow::RcvCtxt<KernelPlatform>> {
-    // SAFETY: forwarded from the caller.
-    unsafe { rcd.as_ref() }.map(Rcd::ctx)
-}
-
-/// The frame at `pkt`, `len` bytes.
-///
-/// # Safety
-///
-/// `pkt` is null or valid for `len` bytes for `'a`.
-unsafe fn bytes<'a>(pkt: *const u8, len: u32) -> Option<&'a [u8]> {
-    // SAFETY: forwarded from the caller.
-    (!pkt.is_null()).then(|| unsafe { core::slice::from_raw_parts(pkt, len as usize) })
-}
-
-/// How a receive entry comes by the QP's `r_lock`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum RLockIs {
-    /// The caller holds it (the packet handlers).
-    Held,
-    /// The entry takes it (the KDETH error path).
-    Taken,
-}
-
-/// Runs `f` on the context, the QP, its `r_lock` token and the parsed
-/// frame of a receive entry: `-EINVAL` on a null argument, `-EBADMSG` for
-/// a frame that does not parse.
-///
-/// # Safety
-///
-/// As every receive entry: `rcd`, `qp` live (or null), `r_lock` the QP's
-/// initialised `r_lock` (held by the caller if `how` says so), `pkt`
-/// valid for `len` bytes.
-unsafe fn on_frame(
-    rcd: *const Rcd,
-    qp: *mut KQp,
-    r_lock: *mut c_void,
-    pkt: *const u8,
-    len: u32,
-    how: RLockIs,
-    f: impl FnOnce(
-        &tid_flow::RcvCtxt<KernelPlatform>,
-        &KRef,
-        &mut LockToken<'_, RLock>,
-        &frame::Frame<'_>,
-    ) -> Result<Rcv, Errno>,
-) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(b)) = (unsafe { rcd_of(rcd) }, unsafe { bytes(pkt, len) }) else {
-        return Errno::INVAL.to_neg();
-    };
-    let Ok(fr) = frame::parse(b) else {
-        return Errno::BADMSG.to_neg();
-    };
-    let f = |q: &KRef, r: &mut LockToken<'_, RLock>| rcv_ret(f(rcd, q, r, &fr));
-    match how {
-        // SAFETY: forwarded from the caller.
-        RLockIs::Held => unsafe { with_held_r_lock(qp, r_lock, f) },
-        // SAFETY: forwarded from the caller.
-        RLockIs::Taken => unsafe { with_r_lock_taken(qp, r_lock, f) },
-    }
-}
-
-/// [`on_frame`] for a packet handler of one opcode, called with `r_lock`
-/// held: `-EPROTO` for a frame of another.
-///
-/// # Safety
-///
-/// As [`on_frame`], `r_lock` held.
-unsafe fn on_opcode(
-    (rcd, qp, r_lock): (*const Rcd, *mut KQp, *mut c_void),
-    (pkt, len): (*const u8, u32),
-    opcode: u8,
-    f: impl FnOnce(
-        &tid_flow::RcvCtxt<KernelPlatform>,
-        &KRef,
-        &mut LockToken<'_, RLock>,
-        &frame::Frame<'_>,
-    ) -> Result<Rcv, Errno>,
-) -> i32 {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        on_frame(rcd, qp, r_lock, pkt, len, RLockIs::Held, |rcd, q, r, fr| {
-            if fr.bth.opcode != opcode {
-                return Err(Errno::PROTO);
-            }
-            f(rcd, q, r, fr)
-        })
-    }
-}
-
-fn rcv_ret(r: Result<Rcv, Errno>) -> i32 {
-    match r {
-        Ok(v) => v as i32,
-        Err(e) => e.to_neg(),
     }
 }

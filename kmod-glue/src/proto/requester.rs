@@ -49,8 +49,8 @@ pub unsafe extern "C" fn hfi1_tid_post_write(rcd: *const Rcd, qp: *mut KQp, wr: 
 ///
 /// As [`hfi1_tid_post_read`].
 unsafe fn post(rcd: *const Rcd, qp: *mut KQp, wr: *const WrC, write: bool) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some(wr)) = (unsafe { rcd_of(rcd) }, unsafe { wr.as_ref() }) else {
+    // SAFETY: the caller promises `wr` is null or valid.
+    let Some(wr) = (unsafe { wr.as_ref() }) else {
         return Errno::INVAL.to_neg();
     };
     let n = wr.nsges as usize;
@@ -61,17 +61,18 @@ unsafe fn post(rcd: *const Rcd, qp: *mut KQp, wr: *const WrC, write: bool) -> i3
     // the call only (the post copies what it keeps); `Sge` is `repr(C)`
     // with `SgeC`'s layout (checked above).
     let sges = unsafe { core::slice::from_raw_parts(wr.sges.cast::<Sge>(), n) };
+    let e = Entry { rcd, qp, io: None };
     // SAFETY: forwarded from the caller.
     unsafe {
-        with_held_s_lock(qp, |q, g| {
-            let r = if write {
+        e.s_locked(|c, q, g| {
+            if write {
                 let w = WriteWr {
                     wr_id: wr.wr_id,
                     remote_addr: wr.remote_addr,
                     rkey: wr.rkey,
                     sges,
                 };
-                qp::post_write(rcd, q, g, &w)
+                qp::post_write(c.rcd, q, g, &w)?;
             } else {
                 let w = ReadWr {
                     wr_id: wr.wr_id,
@@ -79,9 +80,9 @@ unsafe fn post(rcd: *const Rcd, qp: *mut KQp, wr: *const WrC, write: bool) -> i3
                     rkey: wr.rkey,
                     sges,
                 };
-                qp::post_read(rcd, q, g, &w)
-            };
-            engine_ret(r.map(|()| 0))
+                qp::post_read(c.rcd, q, g, &w)?;
+            }
+            Ok(0)
         })
     }
 }
@@ -103,16 +104,18 @@ unsafe fn post(rcd: *const Rcd, qp: *mut KQp, wr: *const WrC, write: bool) -> i3
 /// `s_lock` held.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_make_req(rcd: *const Rcd, qp: *mut KQp, io: *const IoC) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some((src, mut sink))) = (unsafe { rcd_of(rcd) }, unsafe { split_io(io) })
-    else {
-        return Errno::INVAL.to_neg();
+    let e = Entry {
+        rcd,
+        qp,
+        io: Some(io),
     };
     // SAFETY: forwarded from the caller.
     unsafe {
-        with_held_s_lock(qp, |q, g| {
-            let r = qp::requests_locked(rcd, q, g, &mut sink, &src);
-            engine_ret(r.map(|()| sink.sent as i32))
+        e.s_locked(|c, q, g| {
+            let rcd = c.rcd;
+            let (src, sink) = c.io()?;
+            qp::requests_locked(rcd, q, g, sink, src)?;
+            Ok(sink.sent as i32)
         })
     }
 }
@@ -138,8 +141,9 @@ pub unsafe extern "C" fn hfi1_tid_rcv_read_resp(
     pkt: *const u8,
     len: u32,
 ) -> i32 {
+    let e = Entry { rcd, qp, io: None };
     // SAFETY: forwarded from the caller.
-    unsafe { read_resp(rcd, qp, r_lock, pkt, len, RLockIs::Held, None) }
+    unsafe { read_resp(e, r_lock, (pkt, len), RLockIs::Held, None) }
 }
 
 /// The KDETH error path for a packet the chip flagged: a TID READ_RESP
@@ -169,7 +173,7 @@ pub unsafe extern "C" fn hfi1_tid_kdeth_eflags(
     len: u32,
     rte: u32,
 ) -> i32 {
-    let e = match rte {
+    let e_kdeth = match rte {
         1 => KdethError::Tid,
         2 => KdethError::FlowSeq,
         3 => KdethError::FlowGen,
@@ -185,12 +189,19 @@ pub unsafe extern "C" fn hfi1_tid_kdeth_eflags(
             hfi1_hal::consts::OP_TID_RDMA_WRITE_DATA | OP_TID_RDMA_WRITE_DATA_LAST
         )
     });
+    // The READ half needs no verbs side.
+    let e = Entry {
+        rcd,
+        qp,
+        io: write.then_some(io),
+    };
+    let (r, p) = ((r_lock, RLockIs::Taken), (pkt, len));
     if write {
         // SAFETY: forwarded from the caller.
-        unsafe { write_data(rcd, qp, r_lock, io, pkt, len, RLockIs::Taken, Some(e)) }
+        unsafe { write_data(e, r, p, Some(e_kdeth)) }
     } else {
         // SAFETY: forwarded from the caller.
-        unsafe { read_resp(rcd, qp, r_lock, pkt, len, RLockIs::Taken, Some(e)) }
+        unsafe { read_resp(e, r_lock, p, RLockIs::Taken, Some(e_kdeth)) }
     }
 }
 
@@ -200,28 +211,23 @@ pub unsafe extern "C" fn hfi1_tid_kdeth_eflags(
 ///
 /// As [`hfi1_tid_rcv_read_resp`]; `r_lock` held if `how` says so.
 unsafe fn read_resp(
-    rcd: *const Rcd,
-    qp: *mut KQp,
+    e: Entry,
     r_lock: *mut c_void,
-    pkt: *const u8,
-    len: u32,
+    pkt: (*const u8, u32),
     how: RLockIs,
     error: Option<KdethError>,
 ) -> i32 {
     // SAFETY: forwarded from the caller.
-    let Some(b) = (unsafe { bytes(pkt, len) }) else {
-        return Errno::INVAL.to_neg();
-    };
-    // SAFETY: forwarded from the caller.
     unsafe {
-        on_frame(rcd, qp, r_lock, pkt, len, how, |rcd, q, r, _| {
-            let Parsed::ReadResp { bth, hdr, .. } = packet::parse(b).map_err(|_| Errno::BADMSG)?.1
+        e.packet((r_lock, how), pkt, Takes::Any, |c, q, r, rx| {
+            let Parsed::ReadResp { bth, hdr, .. } =
+                packet::parse(rx.bytes).map_err(|_| Errno::BADMSG)?.1
             else {
                 return Err(Errno::PROTO);
             };
             let mut g = q.s_lock.lock(r);
             let kpsn = FlowPsn::from_raw(bth.psn.get());
-            let v = qp::receive_read_resp(rcd, q, &mut g, kpsn, &hdr, error)?;
+            let v = qp::receive_read_resp(c.rcd, q, &mut g, kpsn, &hdr, error)?;
             Ok(match v {
                 RespVerdict::Completed | RespVerdict::Counted => Rcv::Done,
                 RespVerdict::Dropped => Rcv::Dropped,
@@ -253,38 +259,45 @@ pub unsafe extern "C" fn hfi1_tid_rcv_rc_resp(
     pkt: *const u8,
     len: u32,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some((mut mem, _)), Some(b)) = (unsafe { split_io(io) }, unsafe { bytes(pkt, len) })
-    else {
-        return Errno::INVAL.to_neg();
+    let e = Entry {
+        rcd,
+        qp,
+        io: Some(io),
     };
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_frame(rcd, qp, r_lock, pkt, len, RLockIs::Held, |rcd, q, r, _| {
-            let mut g = q.s_lock.lock(r);
-            match packet::parse(b).map_err(|_| Errno::BADMSG)?.1 {
-                Parsed::Ack { bth, aeth } => {
-                    Ok(match qp::receive_ack(rcd, q, &mut g, bth.psn, &aeth) {
-                        AckVerdict::Acked => Rcv::Done,
-                        AckVerdict::Ignored | AckVerdict::NotActed => Rcv::Dropped,
-                        AckVerdict::Restart => Rcv::Restart,
-                        AckVerdict::Fatal(_) => Rcv::QpError,
-                    })
+        e.packet(
+            (r_lock, RLockIs::Held),
+            (pkt, len),
+            Takes::Any,
+            |c, q, r, rx| {
+                let rcd = c.rcd;
+                let mem = c.regions()?;
+                let mut g = q.s_lock.lock(r);
+                match packet::parse(rx.bytes).map_err(|_| Errno::BADMSG)?.1 {
+                    Parsed::Ack { bth, aeth } => {
+                        Ok(match qp::receive_ack(rcd, q, &mut g, bth.psn, &aeth) {
+                            AckVerdict::Acked => Rcv::Done,
+                            AckVerdict::Ignored | AckVerdict::NotActed => Rcv::Dropped,
+                            AckVerdict::Restart => Rcv::Restart,
+                            AckVerdict::Fatal(_) => Rcv::QpError,
+                        })
+                    }
+                    Parsed::ReadResponse {
+                        bth,
+                        kind,
+                        aeth,
+                        payload,
+                    } => {
+                        let taken = qp::receive_read_response(
+                            rcd, q, &mut g, bth.psn, kind, aeth, payload, mem,
+                        );
+                        Ok(if taken { Rcv::Done } else { Rcv::Dropped })
+                    }
+                    _ => Err(Errno::PROTO),
                 }
-                Parsed::ReadResponse {
-                    bth,
-                    kind,
-                    aeth,
-                    payload,
-                } => {
-                    let taken = qp::receive_read_response(
-                        rcd, q, &mut g, bth.psn, kind, aeth, payload, &mut mem,
-                    );
-                    Ok(if taken { Rcv::Done } else { Rcv::Dropped })
-                }
-                _ => Err(Errno::PROTO),
-            }
-        })
+            },
+        )
     }
 }
 
@@ -309,25 +322,23 @@ pub unsafe extern "C" fn hfi1_tid_rcv_write_resp(
     pkt: *const u8,
     len: u32,
 ) -> i32 {
+    let e = Entry { rcd, qp, io: None };
+    let takes = Takes::Only(&[hfi1_hal::consts::OP_TID_RDMA_WRITE_RESP]);
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_opcode(
-            (rcd, qp, r_lock),
-            (pkt, len),
-            hfi1_hal::consts::OP_TID_RDMA_WRITE_RESP,
-            |rcd, q, r, f| {
-                let p = write_resp::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
-                let h = write_resp::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
-                let mut g = q.s_lock.lock(r);
-                Ok(
-                    match qp::receive_write_resp(rcd, q, &mut g, f.bth.psn, &h, p.payload()) {
-                        WriteRespVerdict::Taken => Rcv::Done,
-                        WriteRespVerdict::Dropped => Rcv::Dropped,
-                        WriteRespVerdict::Fatal(_) => Rcv::QpError,
-                    },
-                )
-            },
-        )
+        e.packet((r_lock, RLockIs::Held), (pkt, len), takes, |c, q, r, rx| {
+            let f = &rx.frame;
+            let p = write_resp::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
+            let h = write_resp::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
+            let mut g = q.s_lock.lock(r);
+            Ok(
+                match qp::receive_write_resp(c.rcd, q, &mut g, f.bth.psn, &h, p.payload()) {
+                    WriteRespVerdict::Taken => Rcv::Done,
+                    WriteRespVerdict::Dropped => Rcv::Dropped,
+                    WriteRespVerdict::Fatal(_) => Rcv::QpError,
+                },
+            )
+        })
     }
 }
 
@@ -350,18 +361,20 @@ pub unsafe extern "C" fn hfi1_tid_rcv_tid_ack(
     pkt: *const u8,
     len: u32,
 ) -> i32 {
+    let e = Entry { rcd, qp, io: None };
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_opcode(
-            (rcd, qp, r_lock),
+        e.packet(
+            (r_lock, RLockIs::Held),
             (pkt, len),
-            OP_TID_RDMA_ACK,
-            |rcd, q, r, f| {
+            Takes::Only(&[OP_TID_RDMA_ACK]),
+            |c, q, r, rx| {
+                let f = &rx.frame;
                 let p = tid_ack::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
                 let h = tid_ack::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
                 let mut g = q.s_lock.lock(r);
                 let psn = FlowPsn::from_raw(f.bth.psn.get());
-                Ok(match qp::receive_tid_ack(rcd, q, &mut g, psn, &h) {
+                Ok(match qp::receive_tid_ack(c.rcd, q, &mut g, psn, &h) {
                     TidAckVerdict::Acked { .. } => Rcv::Done,
                     TidAckVerdict::Dropped | TidAckVerdict::NotActed => Rcv::Dropped,
                     TidAckVerdict::Restart => Rcv::Restart,
@@ -385,18 +398,15 @@ enum Timer {
 ///
 /// `rcd`, `qp` live or null, `qp`'s `s_lock` held.
 unsafe fn fire(rcd: *const Rcd, qp: *mut KQp, t: Timer) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let Some(rcd) = (unsafe { rcd_of(rcd) }) else {
-        return Errno::INVAL.to_neg();
-    };
+    let e = Entry { rcd, qp, io: None };
     // SAFETY: forwarded from the caller.
     unsafe {
-        with_held_s_lock(qp, |q, g| {
-            i32::from(match t {
-                Timer::Retry => qp::timeout(rcd, q, g),
-                Timer::Rnr => qp::rnr_timeout(rcd, q, g),
-                Timer::TidRetry => qp::tid_retry_timeout(rcd, q, g),
-            })
+        e.s_locked(|c, q, g| {
+            Ok(i32::from(match t {
+                Timer::Retry => qp::timeout(c.rcd, q, g),
+                Timer::Rnr => qp::rnr_timeout(c.rcd, q, g),
+                Timer::TidRetry => qp::tid_retry_timeout(c.rcd, q, g),
+            }))
         })
     }
 }
@@ -482,18 +492,20 @@ pub unsafe extern "C" fn hfi1_tid_do_tid_send(
     qp: *mut KQp,
     io: *const IoC,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some((src, mut sink))) = (unsafe { rcd_of(rcd) }, unsafe { split_io(io) })
-    else {
-        return Errno::INVAL.to_neg();
+    let e = Entry {
+        rcd,
+        qp,
+        io: Some(io),
     };
     // SAFETY: forwarded from the caller.
-    let Some(q) = (unsafe { crate::qp::borrow_qp(qp) }) else {
-        return Errno::INVAL.to_neg();
-    };
-    let mut root = LockToken::root();
-    let r = tid_read_proto::write::second_leg::do_tid_send(rcd, &q, &mut root, &mut sink, &src);
-    engine_ret(r.map(|n| n as i32))
+    unsafe {
+        e.unlocked(|c, q, root| {
+            let rcd = c.rcd;
+            let (src, sink) = c.io()?;
+            let n = tid_read_proto::write::second_leg::do_tid_send(rcd, q, root, sink, src)?;
+            Ok(n as i32)
+        })
+    }
 }
 
 /// Takes the oldest finished work request into `wc`: 1, or 0 if none.
@@ -515,16 +527,18 @@ pub unsafe extern "C" fn hfi1_tid_poll(qp: *mut KQp, wc: *mut WcC) -> i32 {
     };
     // SAFETY: forwarded from the caller.
     unsafe {
-        with_held_s_lock(qp, |_, g| match g.ext.requester.poll() {
-            Some(c) => {
-                *wc = WcC {
-                    wr_id: c.wr_id,
-                    length: c.length,
-                    status: ib_wc_status(c.status),
-                };
-                1
-            }
-            None => 0,
+        Entry::qp_only(qp, |_, g| {
+            Ok(match g.ext.requester.poll() {
+                Some(c) => {
+                    *wc = WcC {
+                        wr_id: c.wr_id,
+                        length: c.length,
+                        status: ib_wc_status(c.status),
+                    };
+                    1
+                }
+                None => 0,
+            })
         })
     }
 }

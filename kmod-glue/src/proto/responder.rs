@@ -30,33 +30,36 @@ pub unsafe extern "C" fn hfi1_tid_rcv_read_req(
     pkt: *const u8,
     len: u32,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let Some((mrs, _)) = (unsafe { split_io(io) }) else {
-        return Errno::INVAL.to_neg();
-    };
-    // SAFETY: forwarded from the caller.
-    let Some(b) = (unsafe { bytes(pkt, len) }) else {
-        return Errno::INVAL.to_neg();
+    let e = Entry {
+        rcd,
+        qp,
+        io: Some(io),
     };
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_frame(rcd, qp, r_lock, pkt, len, RLockIs::Held, |_, q, r, _| {
-            let mut g = q.s_lock.lock(r);
-            let v = match packet::parse(b).map_err(|_| Errno::BADMSG)?.1 {
-                Parsed::ReadReq { bth, hdr, payload } => {
-                    qp::receive_read_req::<KernelPlatform>(&mut g, bth.psn, &hdr, payload, &mrs)
-                }
-                Parsed::ReadRequest { bth, reth } => {
-                    qp::receive_plain_read::<KernelPlatform>(&mut g, bth.psn, &reth, &mrs)
-                }
-                _ => return Err(Errno::PROTO),
-            };
-            Ok(match v {
-                ReqVerdict::Accepted => Rcv::Done,
-                ReqVerdict::Restarted | ReqVerdict::Refused(Some(_)) => Rcv::Restart,
-                ReqVerdict::Refused(None) => Rcv::Dropped,
-            })
-        })
+        e.packet(
+            (r_lock, RLockIs::Held),
+            (pkt, len),
+            Takes::Any,
+            |c, q, r, rx| {
+                let mrs = c.regions()?;
+                let mut g = q.s_lock.lock(r);
+                let v = match packet::parse(rx.bytes).map_err(|_| Errno::BADMSG)?.1 {
+                    Parsed::ReadReq { bth, hdr, payload } => {
+                        qp::receive_read_req::<KernelPlatform>(&mut g, bth.psn, &hdr, payload, mrs)
+                    }
+                    Parsed::ReadRequest { bth, reth } => {
+                        qp::receive_plain_read::<KernelPlatform>(&mut g, bth.psn, &reth, mrs)
+                    }
+                    _ => return Err(Errno::PROTO),
+                };
+                Ok(match v {
+                    ReqVerdict::Accepted => Rcv::Done,
+                    ReqVerdict::Restarted | ReqVerdict::Refused(Some(_)) => Rcv::Restart,
+                    ReqVerdict::Refused(None) => Rcv::Dropped,
+                })
+            },
+        )
     }
 }
 
@@ -82,29 +85,29 @@ pub unsafe extern "C" fn hfi1_tid_rcv_write_req(
     pkt: *const u8,
     len: u32,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let Some((wmrs, _)) = (unsafe { split_io(io) }) else {
-        return Errno::INVAL.to_neg();
+    let e = Entry {
+        rcd,
+        qp,
+        io: Some(io),
     };
+    let takes = Takes::Only(&[hfi1_hal::consts::OP_TID_RDMA_WRITE_REQ]);
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_opcode(
-            (rcd, qp, r_lock),
-            (pkt, len),
-            hfi1_hal::consts::OP_TID_RDMA_WRITE_REQ,
-            |rcd, q, r, f| {
-                let p = write_req::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
-                let h = write_req::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
-                Ok(
-                    match qp::receive_write_req(rcd, q, r, f.bth.psn, &h, &wmrs) {
-                        WriteReqVerdict::Accepted | WriteReqVerdict::Revived => Rcv::Done,
-                        WriteReqVerdict::Duplicate => Rcv::Restart,
-                        WriteReqVerdict::Refused(Some(_)) => Rcv::Restart,
-                        WriteReqVerdict::Dropped | WriteReqVerdict::Refused(None) => Rcv::Dropped,
-                    },
-                )
-            },
-        )
+        e.packet((r_lock, RLockIs::Held), (pkt, len), takes, |c, q, r, rx| {
+            let f = &rx.frame;
+            let p = write_req::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
+            let h = write_req::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
+            let rcd = c.rcd;
+            let wmrs = c.regions()?;
+            Ok(
+                match qp::receive_write_req(rcd, q, r, f.bth.psn, &h, wmrs) {
+                    WriteReqVerdict::Accepted | WriteReqVerdict::Revived => Rcv::Done,
+                    WriteReqVerdict::Duplicate => Rcv::Restart,
+                    WriteReqVerdict::Refused(Some(_)) => Rcv::Restart,
+                    WriteReqVerdict::Dropped | WriteReqVerdict::Refused(None) => Rcv::Dropped,
+                },
+            )
+        })
     }
 }
 
@@ -130,16 +133,18 @@ pub unsafe extern "C" fn hfi1_tid_make_resp(
     io: *const IoC,
     budget: u32,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some((src, mut sink))) = (unsafe { rcd_of(rcd) }, unsafe { split_io(io) })
-    else {
-        return Errno::INVAL.to_neg();
+    let e = Entry {
+        rcd,
+        qp,
+        io: Some(io),
     };
     // SAFETY: forwarded from the caller.
     unsafe {
-        with_held_s_lock(qp, |q, g| {
-            let r = qp::write_responses_locked(rcd, q, g, &src, &src, &mut sink, budget);
-            engine_ret(r.map(i32::from))
+        e.s_locked(|c, q, g| {
+            let rcd = c.rcd;
+            let (src, sink) = c.io()?;
+            let more = qp::write_responses_locked(rcd, q, g, src, src, sink, budget)?;
+            Ok(i32::from(more))
         })
     }
 }
@@ -167,8 +172,13 @@ pub unsafe extern "C" fn hfi1_tid_rcv_write_data(
     pkt: *const u8,
     len: u32,
 ) -> i32 {
+    let e = Entry {
+        rcd,
+        qp,
+        io: Some(io),
+    };
     // SAFETY: forwarded from the caller.
-    unsafe { write_data(rcd, qp, r_lock, io, pkt, len, RLockIs::Held, None) }
+    unsafe { write_data(e, (r_lock, RLockIs::Held), (pkt, len), None) }
 }
 
 /// Both WRITE_DATA entries: the ordinary receive, or with the chip's
@@ -177,35 +187,29 @@ pub unsafe extern "C" fn hfi1_tid_rcv_write_data(
 /// # Safety
 ///
 /// As [`hfi1_tid_rcv_write_data`]; `r_lock` held if `how` says so.
-#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn write_data(
-    rcd: *const Rcd,
-    qp: *mut KQp,
-    r_lock: *mut c_void,
-    io: *const IoC,
-    pkt: *const u8,
-    len: u32,
-    how: RLockIs,
+    e: Entry,
+    r: (*mut c_void, RLockIs),
+    pkt: (*const u8, u32),
     error: Option<KdethError>,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let Some((wmrs, _)) = (unsafe { split_io(io) }) else {
-        return Errno::INVAL.to_neg();
-    };
+    let takes = Takes::Only(&[
+        hfi1_hal::consts::OP_TID_RDMA_WRITE_DATA,
+        OP_TID_RDMA_WRITE_DATA_LAST,
+    ]);
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_frame(rcd, qp, r_lock, pkt, len, how, |rcd, q, r, f| {
-            let last = match f.bth.opcode {
-                OP_TID_RDMA_WRITE_DATA_LAST => true,
-                hfi1_hal::consts::OP_TID_RDMA_WRITE_DATA => false,
-                _ => return Err(Errno::PROTO),
-            };
+        e.packet(r, pkt, takes, |c, q, r, rx| {
+            let f = &rx.frame;
+            let last = f.bth.opcode == OP_TID_RDMA_WRITE_DATA_LAST;
             let p = write_data::Packet::new_checked(f.body).map_err(|_| Errno::BADMSG)?;
             write_data::Repr::parse(&p).map_err(|_| Errno::BADMSG)?;
             let psn = FlowPsn::from_raw(f.bth.psn.get());
+            let rcd = c.rcd;
+            let wmrs = c.regions()?;
             let v = match error {
-                None => qp::receive_write_data(rcd, q, r, psn, last, &wmrs),
-                Some(e) => qp::receive_write_data_error(rcd, q, r, (psn, last), e, &wmrs),
+                None => qp::receive_write_data(rcd, q, r, psn, last, wmrs),
+                Some(e) => qp::receive_write_data_error(rcd, q, r, (psn, last), e, wmrs),
             };
             Ok(match v {
                 DataVerdict::SegmentDone | DataVerdict::RequestDone | DataVerdict::InSequence => {
@@ -238,20 +242,17 @@ pub unsafe extern "C" fn hfi1_tid_rcv_resync(
     pkt: *const u8,
     len: u32,
 ) -> i32 {
+    let e = Entry { rcd, qp, io: None };
+    let takes = Takes::Only(&[hfi1_hal::consts::OP_TID_RDMA_RESYNC]);
     // SAFETY: forwarded from the caller.
     unsafe {
-        on_opcode(
-            (rcd, qp, r_lock),
-            (pkt, len),
-            hfi1_hal::consts::OP_TID_RDMA_RESYNC,
-            |rcd, q, r, f| {
-                let psn = FlowPsn::from_raw(f.bth.psn.get());
-                Ok(match qp::receive_resync(rcd, q, r, psn) {
-                    ResyncVerdict::Resynced => Rcv::Done,
-                    ResyncVerdict::Ignored | ResyncVerdict::Dropped => Rcv::Dropped,
-                })
-            },
-        )
+        e.packet((r_lock, RLockIs::Held), (pkt, len), takes, |c, q, r, rx| {
+            let psn = FlowPsn::from_raw(rx.frame.bth.psn.get());
+            Ok(match qp::receive_resync(c.rcd, q, r, psn) {
+                ResyncVerdict::Resynced => Rcv::Done,
+                ResyncVerdict::Ignored | ResyncVerdict::Dropped => Rcv::Dropped,
+            })
+        })
     }
 }
 
@@ -277,14 +278,16 @@ pub unsafe extern "C" fn hfi1_tid_reap_timeout(
     r_lock: *mut c_void,
     io: *const IoC,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some((wmrs, _))) = (unsafe { rcd_of(rcd) }, unsafe { split_io(io) }) else {
-        return Errno::INVAL.to_neg();
+    let e = Entry {
+        rcd,
+        qp,
+        io: Some(io),
     };
     // SAFETY: forwarded from the caller.
     unsafe {
-        with_held_r_lock(qp, r_lock, |q, r| {
-            i32::from(qp::reap_timeout(rcd, q, r, &wmrs))
+        e.r_locked(r_lock, RLockIs::Held, |c, q, r| {
+            let rcd = c.rcd;
+            Ok(i32::from(qp::reap_timeout(rcd, q, r, c.regions()?)))
         })
     }
 }
@@ -308,14 +311,17 @@ pub unsafe extern "C" fn hfi1_tid_make_tid_ack(
     qp: *mut KQp,
     io: *const IoC,
 ) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some((_, mut sink))) = (unsafe { rcd_of(rcd) }, unsafe { split_io(io) }) else {
-        return Errno::INVAL.to_neg();
+    let e = Entry {
+        rcd,
+        qp,
+        io: Some(io),
     };
     // SAFETY: forwarded from the caller.
     unsafe {
-        with_held_s_lock(qp, |q, g| {
-            engine_ret(qp::tid_ack_locked(rcd, q, g, &mut sink).map(i32::from))
+        e.s_locked(|c, q, g| {
+            let rcd = c.rcd;
+            let (_, sink) = c.io()?;
+            Ok(i32::from(qp::tid_ack_locked(rcd, q, g, sink)?))
         })
     }
 }
@@ -336,16 +342,19 @@ pub unsafe extern "C" fn hfi1_tid_make_tid_ack(
 /// `qp->s_lock` held (asserted); takes `exp_lock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hfi1_tid_qp_reset(rcd: *const Rcd, qp: *mut KQp, io: *const IoC) -> i32 {
-    // SAFETY: forwarded from the caller.
-    let (Some(rcd), Some((wmrs, _))) = (unsafe { rcd_of(rcd) }, unsafe { split_io(io) }) else {
-        return Errno::INVAL.to_neg();
+    let e = Entry {
+        rcd,
+        qp,
+        io: Some(io),
     };
     // SAFETY: forwarded from the caller.
     unsafe {
-        with_held_s_lock(qp, |q, g| {
+        e.s_locked(|c, q, g| {
+            let rcd = c.rcd;
+            let wmrs = c.regions()?;
             qp::flush(rcd, q, g);
-            qp::flush_write_responder(rcd, q, g, &wmrs);
-            0
+            qp::flush_write_responder(rcd, q, g, wmrs);
+            Ok(0)
         })
     }
 }
