@@ -67,8 +67,9 @@ const SEG: u32 = 256 * 1024;
 /// Bytes of each READ of the READ run: one page, 16 pages, and 80 pages
 /// (two segments: 256 KiB and 64 KiB).
 pub const READ_BYTES: [u32; 3] = [4096, 64 * 1024, 320 * 1024];
-/// Bytes of each WRITE of the WRITE run: two segments, then one.
-pub const WRITE_BYTES: [u32; 2] = [2 * SEG, SEG];
+/// Bytes of each WRITE of the WRITE run: one segment, then two (the order
+/// in which a second WRITE queued behind an RNR NAK must keep its data).
+pub const WRITE_BYTES: [u32; 2] = [SEG, 2 * SEG];
 /// The mixed run's requests, in posting order: bytes, and whether a WRITE.
 pub const MIX_OPS: [(u32, bool); 4] = [
     (SEG, true),
