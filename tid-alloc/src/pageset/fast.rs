@@ -112,7 +112,7 @@ pub(super) fn singles_4k(sets: &mut PageSets, pages: &[u64]) -> Option<Result<()
     Some(seen.verdict(pages).and_then(|()| pad_even(sets)))
 }
 
-/// [`singles_4k`] for [`super::walk_8k`]: no pair contiguous means every page is
+/// [`singles_4k`] for [`super::pairs::walk_8k`]: no pair contiguous means every page is
 /// a one-page set (the odd last page with a filler). `None` at the first
 /// contiguous pair. Two pairs per step, as in [`singles_4k`].
 #[inline(never)]
@@ -185,7 +185,7 @@ pub(super) fn one_run_4k(sets: &mut PageSets, first: u64, pages: &[u64]) -> Resu
     pad_even(sets)
 }
 
-/// [`super::walk_8k`] of a segment that is one contiguous run of `n` (>= 1)
+/// [`super::pairs::walk_8k`] of a segment that is one contiguous run of `n` (>= 1)
 /// pages from `first`: every pair is contiguous and continues the one
 /// before, so the walk comes down to one flush of the even part, then the
 /// odd page's set and a filler. Out of line, as [`one_run_4k`].
