@@ -400,6 +400,76 @@ mod tests {
         assert_eq!(h.reserve(Some(f(3))), Ok(f(17)));
     }
 
+    /// The bitmap and the per-flow view of it after reserves and a
+    /// release, and a generation set from outside (a RESYNC's) that the
+    /// next arming writes.
+    #[test]
+    fn the_bitmap_and_a_set_generation_are_what_the_flows_show() {
+        let mut h = HwFlows::with_generations([Generation::masked(0); 32]);
+        assert_eq!(h.reserve(Some(f(7))), Ok(f(7)));
+        assert_eq!(h.reserve(None), Ok(f(0)));
+        assert_eq!(h.mask(), 1 << 7 | 1);
+        assert!(h.is_reserved(f(7)) && h.is_reserved(f(0)));
+        assert!(!h.is_reserved(f(1)) && !h.is_reserved(f(6)));
+        h.release(f(7));
+        assert_eq!(h.mask(), 1);
+        assert!(!h.is_reserved(f(7)));
+
+        let g = Generation::new(0x1234).unwrap();
+        h.set_generation(f(9), g);
+        assert_eq!(h.generation(f(9)), g);
+        assert_eq!(h.generation(f(8)), Generation::masked(0));
+        let mut chip = SimContext::new(0, 8);
+        assert_eq!(h.setup(&mut chip, f(9)), g);
+        assert_eq!(
+            chip.read_flow(f(9)).next_psn(),
+            hfi1_hal::FlowPsn::new(g, 0)
+        );
+    }
+
+    /// The driver's `struct tid_flow_state`, seen through [`QpFlow`],
+    /// reads back what was set as the Rust state does, with "no flow"
+    /// stored as `RXE_NUM_TID_FLOWS` in both index fields.
+    #[test]
+    fn the_driver_flow_state_reads_back_as_the_rust_one() {
+        use hfi1_hal::layout::CTidFlowState;
+        fn view(q: &dyn QpFlow) -> (Option<FlowIndex>, bool, Option<FlowIndex>, Generation, u32) {
+            (
+                q.index(),
+                q.holds_flow(),
+                q.last_index(),
+                q.generation(),
+                q.psn(),
+            )
+        }
+        let mut c = CTidFlowState {
+            generation: Generation::RESERVED.get(),
+            psn: 0,
+            index: FLOW_INDEX_NONE,
+            last_index: FLOW_INDEX_NONE,
+        };
+        let mut r = QpFlowState::default();
+        assert_eq!(view(&c), view(&r));
+        assert_eq!(view(&c), (None, false, None, Generation::RESERVED, 0));
+        let g = Generation::new(0x4_5678).unwrap();
+        for q in [&mut c as &mut dyn QpFlow, &mut r] {
+            q.set_index(Some(f(12)));
+            q.set_last_index(Some(f(3)));
+            q.set_generation(g);
+            q.set_psn(1500);
+        }
+        assert_eq!(view(&c), view(&r));
+        assert_eq!(view(&c), (Some(f(12)), true, Some(f(3)), g, 1500));
+        assert_eq!((c.index, c.last_index, c.generation), (12, 3, 0x4_5678));
+        for q in [&mut c as &mut dyn QpFlow, &mut r] {
+            q.set_index(None);
+            q.set_last_index(None);
+        }
+        assert_eq!(view(&c), view(&r));
+        assert_eq!((c.index, c.last_index), (FLOW_INDEX_NONE, FLOW_INDEX_NONE));
+        assert!(!c.holds_flow());
+    }
+
     #[test]
     fn init_writes_every_flow_disabled() {
         let mut chip = SimContext::new(0, 8);
