@@ -203,6 +203,13 @@ mod tests {
             Err(FlowError::NoFlowRecords)
         );
         req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
+        // A response naming no TID entry, or no packet, is refused and
+        // records nothing.
+        let mut empty = seg(1, 0, 64);
+        empty.tid_entries.clear();
+        assert_eq!(req.push_remote(empty, true), Err(FlowError::Invalid));
+        assert_eq!(req.push_remote(seg(1, 0, 0), true), Err(FlowError::Invalid));
+        assert_eq!((req.setup_head, req.unacked_remote()), (0, 0));
         req.setup_head = 5;
         req.clear_tail = 5;
         let at = req.push_remote(seg(9, 64, 64), true).unwrap();
@@ -210,6 +217,7 @@ mod tests {
         let f = req.flow(5).unwrap();
         assert_eq!(f.idx.map(FlowIndex::get), Some(9));
         assert_eq!((f.psns.spsn, f.psns.lpsn), (64, 127));
+        assert_eq!(f.psns.generation, Generation::new(7).unwrap());
         assert_eq!(f.psns.resp_ib_psn, Psn::new(164));
         for i in 1..7u32 {
             req.push_remote(seg(9, 64 * (i + 1), 64), false).unwrap();

@@ -10,7 +10,8 @@ use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::services::AllocContext;
 use tid_flow::sim::{SimPlatform, new_ctxt, new_qp};
 use tid_flow::{
-    QpLocked, Sge, TidRequest, exp_rcv_retire, exp_rcv_setup, release_retired, setup_hw_flow,
+    QpLocked, Retired, Sge, TidRequest, exp_rcv_retire, exp_rcv_setup, release_retired,
+    setup_hw_flow,
 };
 
 const PAGE: u32 = 4096;
@@ -68,6 +69,8 @@ fn retire_invalidates_exactly_the_segments_entries() {
 
     let r = exp_rcv_retire(&*rcd, &mut req, QpLocked::from_guard(&mut g)).unwrap();
     assert_eq!(r.entries() as usize, first.len());
+    assert!(!r.is_empty(), "a retired segment reserves its entries");
+    assert!(Retired::default().is_empty());
     {
         let (_, tok) = g.parts();
         let e = rcd.exp_lock.lock(tok);
