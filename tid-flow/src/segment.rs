@@ -293,6 +293,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn full_psn_is_the_sequence_in_the_segments_generation() {
+        let g = Generation::new(0x2_0001).unwrap();
+        let psns = SegmentPsns {
+            generation: g,
+            ..SegmentPsns::default()
+        };
+        assert_eq!(psns.full_psn(0x7FE), FlowPsn::new(g, 0x7FE));
+        assert_ne!(psns.full_psn(3), FlowPsn::default());
+    }
+
+    #[test]
     fn ring_arithmetic() {
         assert_eq!((ring_count(3, 1), ring_space(3, 1)), (2, 5));
         assert_eq!((ring_count(1, 3), ring_space(1, 3)), (6, 1));
