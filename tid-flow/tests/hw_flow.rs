@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! The QP's hardware flow outside setup and teardown: a requester that
 //! restarts its segments moves its flow to the next generation and keeps
-//! it; and what a context and a locked QP show of themselves.
+//! it; and what a context, a locked QP and a flow ring show of
+//! themselves.
 #![cfg(not(loom))]
 
 use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::platform::FlowTable;
+use hfi1_hal::services::{AllocContext, Memory};
 use hfi1_hal::{FlowPsn, FlowTableReg, Generation};
 use tid_flow::sim::{new_ctxt, new_qp};
-use tid_flow::{QpLocked, clear_hw_flow, regenerate_hw_flow, setup_hw_flow};
+use tid_flow::{FlowRing, QpLocked, clear_hw_flow, regenerate_hw_flow, setup_hw_flow};
 
 /// The generation step of `hfi1_kern_clear_hw_flow()` and the arming of
 /// `hfi1_kern_setup_hw_flow()` on the same flow: the QP keeps its flow
@@ -52,8 +54,8 @@ fn regenerate_keeps_the_flow_in_its_next_generation() {
 }
 
 /// The context number a context was built with (the low byte of its
-/// KDETH QPNs), and the debug output of a context and of a locked QP,
-/// which name what they are.
+/// KDETH QPNs), and the debug output of a context, a locked QP and a flow
+/// ring, which name what they are.
 #[test]
 fn a_context_and_a_locked_qp_show_themselves() {
     let rcd = new_ctxt(5, 0, 1, 1, 1).unwrap();
@@ -64,6 +66,14 @@ fn a_context_and_a_locked_qp_show_themselves() {
     let mut g = qp.s_lock.lock(&mut root);
     let shown = format!("{:?}", QpLocked::from_guard(&mut g));
     assert!(shown.starts_with("QpLocked { flags: "), "{shown}");
+    // A request's flow ring shows its eight records.
+    let ring = rcd
+        .mem
+        .try_box_in_place::<FlowRing>(AllocContext::Atomic)
+        .unwrap();
+    let shown = format!("{:?}", &*ring);
+    assert!(shown.starts_with("[FlowRecord {"), "{shown}");
+    assert_eq!(shown.matches("FlowRecord {").count(), 8);
 }
 
 /// `kern_reserve_flow()`'s preference: a QP that sets up a flow again gets
