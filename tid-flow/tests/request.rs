@@ -156,3 +156,53 @@ fn clean_swqe_frees_like_the_driver_and_reports_a_missed_release() {
     let e = rcd.exp_lock.lock(g.token());
     assert_eq!(e.groups.entries_in_use(), 2, "lost with the records");
 }
+
+/// A setup that had to wait for RcvArray space keeps its page sets mapped
+/// for the retry with nothing in the ring: `clean_swqe` reports that
+/// mapping as a missed release too (the ring alone would look empty).
+/// The debug output names the request and its cursors.
+#[test]
+fn clean_swqe_reports_the_mapping_of_a_setup_that_waited() {
+    let rcd = new_ctxt(2, 0, 1, 2, 2).unwrap();
+    let (a, b) = (new_qp(5, 0, 0), new_qp(6, 1, 0));
+    let mut root = LockToken::root();
+    let scattered = |base: u64| -> Vec<Sge> {
+        (0..8u64)
+            .map(|i| Sge {
+                vaddr: base + i * 2 * u64::from(PAGE),
+                length: PAGE,
+            })
+            .collect()
+    };
+    let mut reqs = Vec::new();
+    for (qp, base) in [(&a, 0x100_0000u64), (&b, 0x800_0000)] {
+        let mut g = qp.s_lock.lock(&mut root);
+        let mut req: TidRequest<SimPlatform> = TidRequest::new(8 * PAGE, 1, 4096);
+        req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
+        setup_hw_flow(&rcd, qp, QpLocked::from_guard(&mut g)).unwrap();
+        let r = exp_rcv_setup(
+            &rcd,
+            &mut req,
+            qp,
+            QpLocked::from_guard(&mut g),
+            &scattered(base),
+        );
+        reqs.push((r, req));
+    }
+    let (ra, mut rb) = (reqs.remove(0), reqs.remove(0));
+    assert_eq!(ra.0, Ok(()));
+    assert_eq!(rb.0, Err(FlowError::Again), "b waits for the one group");
+    assert_eq!(rb.1.in_flight(), 0);
+    assert!(ra.1.holds_mappings(), "a's set-up segment is mapped");
+    assert!(rb.1.holds_mappings());
+    let shown = format!("{:?}", rb.1);
+    assert!(
+        shown.starts_with("TidRequest { allocated: true, setup_head: 0,"),
+        "{shown}"
+    );
+    assert_eq!(rb.1.clean_swqe(), Err(FlowError::Busy));
+    assert!(!rb.1.has_flows() && !rb.1.holds_mappings());
+    // The driver loses that mapping with the records; the sim sees it.
+    assert_eq!(rcd.dma.live_mappings(), 16);
+    while rcd.sched.pop_work().is_some() {}
+}
