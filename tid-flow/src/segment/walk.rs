@@ -209,6 +209,33 @@ mod tests {
     }
 
     #[test]
+    fn a_walk_from_inside_a_one_page_sge_starts_at_the_cursor() {
+        // A WRITE's offset into a region need not be page aligned: the
+        // page found is where the cursor stands (setup then refuses it as
+        // unaligned), as the run-by-run walk gives.
+        let sges = [
+            Sge {
+                vaddr: 0x10_0000,
+                length: PAGE_SIZE,
+            },
+            Sge {
+                vaddr: 0x30_0000,
+                length: PAGE_SIZE,
+            },
+        ];
+        let start = SgeCursor {
+            isge: 0,
+            offset: 512,
+        };
+        let (mut a, mut b) = (start, start);
+        let mut pages = ArrayVec::new();
+        let got = find_pages(&sges, &mut a, 2 * PAGE_SIZE, &mut pages);
+        let (want, bytes) = find_pages_by_runs(&sges, &mut b, 2 * PAGE_SIZE);
+        assert_eq!(pages.as_slice(), [0x10_0200, 0x30_0000]);
+        assert_eq!((pages.as_slice(), got, a), (want.as_slice(), bytes, b));
+    }
+
+    #[test]
     fn find_pages_one_page_sges_walk_as_runs_do() {
         // Lists mixing one-page SGEs with longer, short and empty ones,
         // walked in segments of several sizes: the same pages and cursor
