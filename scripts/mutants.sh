@@ -115,7 +115,7 @@ unit_args() {
         # that loops (an &= turned |= in a walk over a group's mask) must
         # not cost 5 minutes.
         TEST_ARGS=()
-        TIMEOUT=60
+        TIMEOUT=30
         ;;
     tid-read-proto)
         TEST_ARGS=()
