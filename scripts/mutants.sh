@@ -257,6 +257,23 @@ def key_of(name):
     return f"{m.group(1)}: {m.group(2)}" if m else name
 
 
+def why_of(name):
+    """The listed reason of a survivor. A file split into a directory
+    module since the run (`a/b.rs` now `a/b/*.rs`) still matches the
+    same mutant listed under its new file."""
+    key = key_of(name)
+    if key in listed:
+        return listed[key]
+    file, _, desc = key.partition(": ")
+    if file.endswith(".rs"):
+        prefix = file[:-3] + "/"
+        for k, why in listed.items():
+            f, _, d = k.partition(": ")
+            if d == desc and f.startswith(prefix):
+                return why
+    return None
+
+
 def pct(a, b):
     return f"{a}/{b} = {100.0 * a / b:.1f}%" if b else "-"
 
@@ -287,7 +304,7 @@ for unit in sorted(os.listdir(root)):
             n[s] += 1
         if s in ("MissedMutant", "Timeout"):
             name = oc["scenario"]["Mutant"]["name"]
-            why = listed.get(key_of(name))
+            why = why_of(name)
             equivalent += why is not None
             unexplained += why is None and unit in required
             kind = "missed" if s == "MissedMutant" else "timeout"
