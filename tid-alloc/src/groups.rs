@@ -394,6 +394,53 @@ mod tests {
     }
 
     #[test]
+    fn the_debug_output_counts_the_lists_and_entries() {
+        let mut rcv = SimContext::new(0, 4096);
+        let mut g = TidGroups::new(64, 4).unwrap();
+        let sets = eight_sets();
+        let a = g.allocate(&sets[..4]).unwrap();
+        g.program(&mut rcv, &a, &sets[..4], 4096).unwrap();
+        assert_eq!(
+            format!("{g:?}"),
+            "TidGroups { expected_base: 64, ngroups: 4, free: 3, used: 1, full: 0, \
+             entries_in_use: 4, .. }"
+        );
+    }
+
+    /// The store's list walk ends at the list head, also when the head's
+    /// row number is the group count (256 groups: the free list's head is
+    /// row 256), and a move of a row that is no group changes nothing.
+    #[test]
+    fn list_walks_end_at_the_head_and_non_groups_do_not_move() {
+        let g = TidGroups::new(0, 256).unwrap();
+        assert_eq!(GroupStore::first(&g, GroupList::Free), Some(0));
+        assert_eq!(GroupStore::next(&g, 254), Some(255));
+        assert_eq!(GroupStore::next(&g, 255), None, "255 is the last");
+        assert_eq!(GroupStore::first(&g, GroupList::Used), None);
+
+        let mut rcv = SimContext::new(0, 256 * 8);
+        let mut g = TidGroups::new(0, 256).unwrap();
+        let sets = eight_sets();
+        let mut held = Vec::new();
+        for _ in 0..256 {
+            let a = g.allocate(&sets).unwrap();
+            g.program(&mut rcv, &a, &sets, 4096).unwrap();
+            held.push(a);
+        }
+        assert_eq!(g.free_groups(), 0);
+        assert_eq!(GroupStore::first(&g, GroupList::Free), None, "empty");
+        assert_eq!(g.allocate(&sets[..2]), Err(AllocError::NoSpace));
+
+        let mut g = TidGroups::new(64, 4).unwrap();
+        GroupStore::move_to(&mut g, 4, GroupList::Free, GroupList::Used);
+        assert_eq!(bases(&g), [64, 72, 80, 88]);
+        assert_eq!(
+            (g.list_len(GroupList::Used), g.list(GroupList::Used).count()),
+            (0, 0)
+        );
+    }
+
+    #[test]
     fn the_value_is_small() {
         assert!(core::mem::size_of::<TidGroups>() <= 128);
         let g = TidGroups::new(0, 256).unwrap();
