@@ -440,6 +440,53 @@ mod tests {
         );
     }
 
+    /// What an allocation shows of itself: its nodes' groups and maps,
+    /// empty or not, and nothing left after `forget`; and two page sets
+    /// the RcvArray cannot map are refused together as alone.
+    #[test]
+    fn an_allocation_shows_its_nodes_and_bad_sets_are_refused() {
+        let mut rcv = SimContext::new(0, 4096);
+        let mut g = TidGroups::new(0, 4).unwrap();
+        let sets = eight_sets();
+        let a = g.allocate(&sets[..4]).unwrap();
+        g.program(&mut rcv, &a, &sets[..4], 4096).unwrap();
+        let mut b = g.allocate(&sets[..6]).unwrap();
+        assert!(!b.is_empty() && TidAlloc::default().is_empty());
+        let nodes: Vec<(usize, u8)> = b
+            .nodes()
+            .iter()
+            .map(|n| (n.group_index(), n.map()))
+            .collect();
+        // Group 0's four free entries, then two of free group 1.
+        assert_eq!(nodes, [(0, 0x0F), (1, 0)]);
+        let c = g.allocate(&sets[..2]).unwrap();
+        assert_eq!(
+            c.nodes().first().map(|n| (n.group_index(), n.map())),
+            Some((0, 0x0F))
+        );
+        b.forget();
+        assert!(b.is_empty() && b.set_count() == 0);
+        assert_eq!(g.unprogram(&mut rcv, &b), Err(AllocError::Foreign));
+
+        let bad = [
+            crate::PageSet {
+                count: 3,
+                addr: 0x1000,
+                ..Default::default()
+            },
+            crate::PageSet {
+                count: 3,
+                addr: 0x8000,
+                ..Default::default()
+            },
+        ];
+        let a = g.allocate(&bad).unwrap();
+        assert_eq!(
+            g.program(&mut rcv, &a, &bad, 4096),
+            Err(AllocError::BadPageSet { index: 0, count: 3 })
+        );
+    }
+
     #[test]
     fn the_value_is_small() {
         assert!(core::mem::size_of::<TidGroups>() <= 128);
