@@ -111,6 +111,12 @@ const LINK_CREDITS: usize = 256;
 /// segment's progress) before the run is declared stuck (a retry budget
 /// runs out after 8).
 const MAX_IDLE_FIRES: u32 = 200;
+/// Simulated nanoseconds an idle system must also spend without progress
+/// before it is declared stuck: longer than the longest wait a QP can be
+/// told to keep (an RNR NAK's timer field 0, 655.36 ms), so a QP sent
+/// away for long by an RNR NAK gets its turn however often the other QPs'
+/// shorter timers fire meanwhile.
+const MAX_IDLE_NS: f64 = 700e6;
 /// Wire speed for simulated time: bytes per nanosecond (100 Gb/s).
 const WIRE_BYTES_PER_NS: f64 = 12.5;
 /// Scheduler steps between progress reports.
@@ -215,6 +221,8 @@ struct Clock {
     since_progress: u64,
     /// Timer expiries on an idle system since the last completion.
     idle_fires: u32,
+    /// Simulated time of the last completion (or WRITE progress).
+    progress_ns: f64,
     /// Bytes the responder-to-requester link carried.
     wire_to_requester: u64,
 }
@@ -386,7 +394,9 @@ impl<'a, O: Observer> Scenario<'a, O> {
     pub fn step(&mut self) -> Flow {
         self.ready_actions();
         if self.acts.is_empty() {
-            if !self.jump_to_next_deadline() || self.clock.idle_fires > MAX_IDLE_FIRES {
+            let idle_ns = self.clock.ns - self.clock.progress_ns;
+            let stuck = self.clock.idle_fires > MAX_IDLE_FIRES && idle_ns > MAX_IDLE_NS;
+            if stuck || !self.jump_to_next_deadline() {
                 return Flow::Stop;
             }
             self.clock.idle_fires += 1;
@@ -561,6 +571,13 @@ impl<'a, O: Observer> Scenario<'a, O> {
     }
 
     fn debug_stuck(&mut self, i: usize) {
+        {
+            let g = self.nodes.responders[i].s_lock.lock(&mut self.root);
+            eprintln!(
+                "  responder {i}: flow {:?} {:?}",
+                g.ext.flow, g.ext.write_responder
+            );
+        }
         let mut g = self.nodes.requesters[i].s_lock.lock(&mut self.root);
         eprintln!(
             "stuck qp {i}: waiting {} flow {:?} {:?}",

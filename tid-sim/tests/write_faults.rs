@@ -142,3 +142,26 @@ fn a_duplicate_ending_an_rnr_episode_rnr_naks_again_while_tids_are_short() {
     });
     assert!(r.write.rnr_naks > 0, "{}", r.summary());
 }
+
+/// Kernel: `hfi1_compute_tid_rnr_timeout()`, whose RNR NAK sends a QP
+/// far back in the responder's queue away for long (here 15.36 ms) while
+/// the QPs ahead of it retry every few tens of microseconds. Seed 124 of
+/// `--soak 300 --ops write`: with the simulator's stuck check counting
+/// only timer expiries (not the simulated time they span) the run was
+/// declared stuck after 200 short RNR retries, before the two QPs holding
+/// the responder's TIDs (128 entries, their WRITE_RESPs still owed) ever
+/// retried: 9 QPs left in `TidWriteRest` and `Start`, 33 of 42 WRITEs done.
+#[test]
+fn a_long_rnr_wait_gets_its_turn_among_short_ones() {
+    write_run(Options {
+        qps: 42,
+        bytes: 21 << 20,
+        request: 512 << 10,
+        groups: 21,
+        mtu: 8192,
+        seed: 124,
+        drop: 0.00945,
+        dup: 0.01882,
+        ..Options::default()
+    });
+}

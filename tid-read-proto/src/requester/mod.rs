@@ -372,7 +372,7 @@ impl<P: FlowPlatform> core::fmt::Debug for Requester<P> {
             f,
             "Requester {{ acked {} cur {} tail {} head {} s_psn {:#x} s_next_psn {:#x} \
              s_last_psn {:#x} {:?} {:?} retries {} rd_atomic {} tid segs {} reqs {}/{} \
-             timer {:?} quarantine {}",
+             timer {:?} rnr {:?} w_resp {} quarantine {}",
             self.sq.acked,
             self.sq.cur,
             self.sq.tail,
@@ -388,6 +388,8 @@ impl<P: FlowPlatform> core::fmt::Debug for Requester<P> {
             self.tid_r_comp,
             self.tid_r_reqs,
             self.retry_timer.armed(),
+            self.rnr_timer.armed(),
+            self.write.pending_tid_w_resp,
             self.quarantine.len(),
         )?;
         for (i, w, st) in self.sq.iter() {

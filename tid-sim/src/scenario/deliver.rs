@@ -94,6 +94,7 @@ impl<O: Observer> Scenario<'_, O> {
         };
         if !done.is_empty() || write_progress {
             self.clock.idle_fires = 0;
+            self.clock.progress_ns = self.clock.ns;
         }
         self.count_done(done);
         self.post_more(i);

@@ -115,6 +115,7 @@ impl<O: Observer> Scenario<'_, O> {
         let done = self.nodes.poll(i, &mut self.root);
         if !done.is_empty() {
             self.clock.idle_fires = 0;
+            self.clock.progress_ns = self.clock.ns;
         }
         self.count_done(done);
         self.post_more(i);

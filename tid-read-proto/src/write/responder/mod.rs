@@ -277,6 +277,8 @@ impl<P: FlowPlatform> core::fmt::Debug for WriteResponder<P> {
             .field("pending_tid_w_segs", &self.pending_tid_w_segs)
             .field("rnr", &(self.rnr_nak_state, self.rnr_nak))
             .field("flags", &self.flags)
+            .field("held", &self.held.len())
+            .field("sync_pt", &self.sync_pt)
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
