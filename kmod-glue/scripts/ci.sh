@@ -59,11 +59,11 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
     rustup target add x86_64-unknown-none
 fi
 
-# Issue 6: the engine's self-test module in a guest.
+# The engine's self-test module in a guest.
 bash "$here/qemu-test.sh"
 
 if [ "${SKIP_HFI1:-0}" != 1 ]; then
-    # Issue 8: the rebuilt hfi1.ko, differential test against the originals.
+    # The rebuilt hfi1.ko, differential test against the originals.
     bash "$here/hfi1-test.sh"
     # ...and the deliberately broken variant, which the same test must catch.
     HFI1_TID_BROKEN=1 bash "$here/hfi1-test.sh"

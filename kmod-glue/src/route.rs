@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! Stateless functions the rebuilt `hfi1.ko` routes to (issue 8).
+//! Stateless functions the rebuilt `hfi1.ko` routes to.
 //!
 //! The C adapters in `hfi1/hfi1_tid_route.c` convert the driver's own
 //! structures (bitfield pagesets, `struct page` pointers, the flow bitmap,
