@@ -21,8 +21,9 @@
 //! send engine runs; a lost wake-up leaves it asleep for ever, which loom
 //! reports as a deadlock.
 //!
-//! Each model prints its preemption bound and the number of interleavings
-//! (complete executions) loom explored; the figures are in the README.
+//! Each model runs through `hfi1_hal::sim::loom_model::explore`, which
+//! prints its preemption bound and the number of interleavings (complete
+//! executions) loom explored; the figures are in the README.
 //!
 //! Run with
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p tid-flow --features sim --release --test loom -- --nocapture`.
@@ -36,6 +37,7 @@ use hfi1_hal::consts::PAGE_SIZE;
 use hfi1_hal::lock_order::{Lock, LockToken, RawSpinLock, Unlocked};
 use hfi1_hal::services::AllocContext;
 use hfi1_hal::sim::lockdep::{self, CheckedSpinLock};
+use hfi1_hal::sim::loom_model::{explore, spawn};
 use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRef, SimScheduler};
 use loom::sync::{Condvar, Mutex};
 use qp_wait::{
@@ -335,45 +337,6 @@ impl World {
         assert_eq!(self.rcd.mem.live_allocations(), 0);
         assert_eq!(lockdep::held_by_this_thread(), 0);
     }
-}
-
-/// Stack for model threads: the context and a request's flow ring are
-/// built on the stack before they are boxed.
-const STACK: usize = 4 << 20;
-
-fn spawn<F: FnOnce() + Send + 'static>(f: F) -> loom::thread::JoinHandle<()> {
-    loom::thread::Builder::new()
-        .stack_size(STACK)
-        .spawn(f)
-        .unwrap()
-}
-
-/// Runs `body` under loom with `preemptions` as the bound, in a thread
-/// with room (loom's own first thread has a small stack), and prints the
-/// bound and the number of interleavings explored. Returns that number.
-fn explore(name: &str, preemptions: usize, body: impl Fn() + Send + Sync + 'static) -> u64 {
-    let runs = Arc::new(AtomicU64::new(0));
-    let body = Arc::new(body);
-    let acquired = lockdep::acquisitions();
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b.max_branches = 50_000;
-    {
-        let runs = Arc::clone(&runs);
-        b.check(move || {
-            runs.fetch_add(1, Relaxed);
-            let body = Arc::clone(&body);
-            spawn(move || body()).join().unwrap();
-        });
-    }
-    let n = runs.load(Relaxed);
-    eprintln!("loom model {name}: preemption bound {preemptions}, {n} interleavings explored");
-    assert!(n > 1, "{name}: loom explored one interleaving only");
-    assert!(
-        lockdep::acquisitions() > acquired,
-        "{name}: the lock-order checker saw no acquisition"
-    );
-    n
 }
 
 /// `nqp` QPs each get what they need and give it back, all at once.

@@ -33,6 +33,9 @@
 //! QPs are flushed nothing is held. A lost wake-up would leave α queued
 //! (the end check) or never woken.
 //!
+//! The model runs through `hfi1_hal::sim::loom_model::explore`, which
+//! prints its preemption bound and the number of interleavings explored.
+//!
 //! Run with
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p tid-read-proto --release --test loom_write -- --nocapture`.
 //! Without `--cfg loom` this file compiles to nothing.
@@ -44,6 +47,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use hfi1_hal::consts::{OP_TID_RDMA_WRITE_DATA_LAST, TID_RDMA_JKEY};
 use hfi1_hal::lock_order::{Lock, LockToken, RLock, Unlocked};
 use hfi1_hal::sim::lockdep::{self, CheckedSpinLock};
+use hfi1_hal::sim::loom_model::{explore, spawn};
 use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimMemory, SimRef, SimScheduler};
 use hfi1_hal::{FlowPsn, Psn};
 use loom::sync::{Condvar, Mutex};
@@ -561,44 +565,6 @@ impl World {
         }
         assert_eq!(lockdep::held_by_this_thread(), 0);
     }
-}
-
-/// Stack for model threads (a context is built on the stack before it is
-/// boxed).
-const STACK: usize = 4 << 20;
-
-fn spawn<F: FnOnce() + Send + 'static>(f: F) -> loom::thread::JoinHandle<()> {
-    loom::thread::Builder::new()
-        .stack_size(STACK)
-        .spawn(f)
-        .unwrap()
-}
-
-/// Runs `body` under loom with `preemptions` as the bound and prints the
-/// bound and the interleavings explored.
-fn explore(name: &str, preemptions: usize, body: impl Fn() + Send + Sync + 'static) -> u64 {
-    let runs = Arc::new(AtomicU64::new(0));
-    let body = Arc::new(body);
-    let acquired = lockdep::acquisitions();
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(preemptions);
-    b.max_branches = 50_000;
-    {
-        let runs = Arc::clone(&runs);
-        b.check(move || {
-            runs.fetch_add(1, Relaxed);
-            let body = Arc::clone(&body);
-            spawn(move || body()).join().unwrap();
-        });
-    }
-    let n = runs.load(Relaxed);
-    eprintln!("loom model {name}: preemption bound {preemptions}, {n} interleavings explored");
-    assert!(n > 1, "{name}: loom explored one interleaving only");
-    assert!(
-        lockdep::acquisitions() > acquired,
-        "{name}: the lock-order checker saw no acquisition"
-    );
-    n
 }
 
 /// Kernel: `hfi1_tid_write_alloc_resources()` from

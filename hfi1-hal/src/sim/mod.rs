@@ -17,6 +17,8 @@ mod context;
 pub mod expected;
 #[cfg(feature = "std")]
 pub mod lockdep;
+#[cfg(all(loom, feature = "std"))]
+pub mod loom_model;
 pub mod memory;
 pub mod services;
 pub mod timers;
