@@ -82,9 +82,10 @@ impl RespKind {
     }
 }
 
+/// Kernel: the `IB_WR_RDMA_READ` case of `hfi1_make_rc_req()`.
+///
 /// Writes an RDMA READ request (LRH, BTH with AckReq, RETH, ICRC) into
 /// `buf` to the peer's verbs QP `dest_qp` and returns its length.
-/// Kernel: the `IB_WR_RDMA_READ` case of `hfi1_make_rc_req()`.
 ///
 /// # Errors
 ///
@@ -108,10 +109,11 @@ pub fn write_request(
     })
 }
 
+/// Kernel: `make_rc_ack()` for an `OP(RDMA_READ_REQUEST)` entry.
+///
 /// Writes one RDMA READ response of `kind` (LRH, BTH, the AETH `a` unless
 /// it is a MIDDLE, `payload_len` bytes written by `payload`, pad, ICRC)
-/// into `buf` to the requester's verbs QP `dest_qp` and returns its
-/// length. Kernel: `make_rc_ack()` for an `OP(RDMA_READ_REQUEST)` entry.
+/// into `buf` to the requester's verbs QP `dest_qp` and returns its length.
 ///
 /// # Errors
 ///

@@ -35,8 +35,9 @@ use crate::wire::aeth::NakCode;
 use crate::wire::tid_entries::{ENTRY_LEN, Entries};
 use crate::wire::{self, kdeth, read_req, reth, tid_header};
 
-/// Where the destination-QP bits of `tid_flow_qp` keep the flow index.
 /// Kernel: `TID_RDMA_DESTQP_FLOW_SHIFT` / `_MASK`.
+///
+/// Where the destination-QP bits of `tid_flow_qp` keep the flow index.
 pub const DESTQP_FLOW_SHIFT: u32 = 11;
 /// Mask of the flow index in `tid_flow_qp` (after the shift).
 pub const DESTQP_FLOW_MASK: u32 = 0x1F;
@@ -134,9 +135,10 @@ pub struct Request<'a> {
     pub payload: &'a [u8],
 }
 
-/// An accepted request: the responder's flow for the segment.
 /// Kernel: the `tid_rdma_flow` and `rvt_ack_entry` fields
 /// `tid_rdma_rcv_read_request()` fills.
+///
+/// An accepted request: the responder's flow for the segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Accepted {
     entries: [TidEntry; MAX_TID_ENTRIES],
@@ -173,11 +175,6 @@ impl Accepted {
         self.entries.get(..self.tidcnt).unwrap_or(&[])
     }
 
-    /// IB PSNs the ack-queue entry spans (one per response packet).
-    pub const fn ib_psns(&self) -> u32 {
-        self.npkts
-    }
-
     /// The input of the READ_RESP builder for this flow, given the
     /// requester's OPFN J_KEY and urgency and the path MTU.
     pub fn resp_flow(&self, jkey: u16, urg: bool, pmtu: u32) -> RespFlow<'_> {
@@ -194,17 +191,18 @@ impl Accepted {
     }
 }
 
-/// Validates a READ_REQ. `rkey_ok(vaddr, length, rkey)` checks the memory
-/// key for remote read; it is called only when the earlier checks passed
-/// (the driver takes a memory-region reference there).
 /// Kernel: `hfi1_rc_rcv_tid_rdma_read_req()` and
 /// `tid_rdma_rcv_read_request()`.
+///
+/// Validates a received READ_REQ. `rkey_ok(vaddr, length, rkey)` checks the memory
+/// key for remote read; it is called only when the earlier checks passed
+/// (the driver takes a memory-region reference there).
 pub fn validate(
     qp: &QpView,
-    req: &Request<'_>,
+    rcvd: &Request<'_>,
     rkey_ok: impl FnOnce(u64, u32, u32) -> bool,
 ) -> Result<Accepted, Reject> {
-    let reth = req.header.reth;
+    let reth = rcvd.header.reth;
     let len = reth.length;
     if !qp.remote_read {
         return Err(Reject::NoRemoteRead);
@@ -212,7 +210,7 @@ pub fn validate(
     if len == 0 || len % PAGE_SIZE != 0 || len > qp.max_len {
         return Err(Reject::BadLength(len));
     }
-    let delta = req.psn.delta(qp.expected_psn);
+    let delta = rcvd.psn.delta(qp.expected_psn);
     if delta != 0 {
         return Err(Reject::OutOfSequence { delta });
     }
@@ -222,15 +220,15 @@ pub fn validate(
     if !rkey_ok(reth.vaddr, len, reth.rkey) {
         return Err(Reject::BadRkey);
     }
-    if req.payload.len() > MAX_TID_ENTRIES * ENTRY_LEN {
-        return Err(Reject::PayloadTooLong(req.payload.len()));
+    if rcvd.payload.len() > MAX_TID_ENTRIES * ENTRY_LEN {
+        return Err(Reject::PayloadTooLong(rcvd.payload.len()));
     }
     let mut entries = [TidEntry::default(); MAX_TID_ENTRIES];
     let mut tidcnt = 0;
     let mut pages: u64 = 0;
     for (i, (slot, e)) in entries
         .iter_mut()
-        .zip(Entries::new_unchecked(req.payload).iter())
+        .zip(Entries::new_unchecked(rcvd.payload).iter())
         .enumerate()
     {
         if e.is_empty() {
@@ -248,12 +246,12 @@ pub fn validate(
         });
     }
     let npkts = div_round_up_mtu(len, qp.pmtu);
-    let tid_qpn = req.header.tid_flow_qp;
+    let tid_qpn = rcvd.header.tid_flow_qp;
     let flow_bits = (tid_qpn >> DESTQP_FLOW_SHIFT) & DESTQP_FLOW_MASK;
     // Five bits always name one of the 32 flows (checked at compile time
     // below), so the fallback is never taken.
     let flow = FlowIndex::new(flow_bits).unwrap_or(FLOW_0);
-    let flow_psn: FlowPsn = req.header.flow_psn;
+    let flow_psn: FlowPsn = rcvd.header.flow_psn;
     Ok(Accepted {
         entries,
         tidcnt,
@@ -265,8 +263,8 @@ pub fn validate(
         generation: flow_psn.generation(),
         spsn: flow_psn.seq(),
         lpsn: flow_psn.seq().wrapping_add(npkts).wrapping_sub(1),
-        ib_spsn: req.psn,
-        ib_lpsn: req.psn.add(npkts).sub(1),
+        ib_spsn: rcvd.psn,
+        ib_lpsn: rcvd.psn.add(npkts).sub(1),
         vaddr: reth.vaddr,
     })
 }
@@ -351,9 +349,11 @@ impl ReadReq<'_> {
         Ok(need)
     }
 
+    /// Kernel: the frame `hfi1_make_rc_req()` puts around
+    /// `hfi1_build_tid_rdma_read_packet()`.
+    ///
     /// Writes the whole packet (LRH, BTH with AckReq, this READ_REQ, ICRC)
-    /// into `buf` and returns its length. Kernel: the frame
-    /// `hfi1_make_rc_req()` puts around `hfi1_build_tid_rdma_read_packet()`.
+    /// into `buf` and returns its length.
     ///
     /// # Errors
     ///
@@ -373,9 +373,10 @@ impl ReadReq<'_> {
 }
 
 impl<'a> ReadReq<'a> {
-    /// The READ_REQ of one segment.
     /// Kernel: `hfi1_build_tid_rdma_read_packet()` (the header part; the
     /// request bookkeeping it also does belongs to the requester).
+    ///
+    /// The READ_REQ of one segment.
     pub fn build(f: &ReadReqFlow<'a>) -> Self {
         let vaddr = f
             .remote_addr
@@ -454,7 +455,7 @@ mod tests {
         assert_eq!((a.flow.get(), a.ctxt), (7, 4));
         assert_eq!((a.generation.get(), a.spsn, a.lpsn), (0x12345, 100, 163));
         assert_eq!(
-            (a.ib_spsn, a.ib_lpsn, a.ib_psns()),
+            (a.ib_spsn, a.ib_lpsn, a.npkts),
             (Psn::new(50), Psn::new(113), 64)
         );
         let n = crate::read_resp::RespBuilder::new(&a.resp_flow(32, false, 4096)).count();

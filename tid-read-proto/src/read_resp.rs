@@ -73,8 +73,9 @@ pub enum BuildError {
     Wire(#[from] wire::Error),
 }
 
-/// Where a flow's packet stream stands.
 /// Kernel: `flow->tid_idx`, `tid_offset`, `pkt`, `sent`.
+///
+/// Where a flow's packet stream stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Cursor {
     /// Index of the current TID entry.
@@ -88,10 +89,11 @@ pub struct Cursor {
 }
 
 impl Cursor {
+    /// Kernel: the flow rewind in `hfi1_tid_rdma_restart_req()`.
+    ///
     /// The cursor after `packets` packets of a flow over `entries`, as a
     /// restart rewinds it: the same cursor [`RespBuilder`] has after
-    /// building that many packets. Kernel: the flow rewind in
-    /// `hfi1_tid_rdma_restart_req()`.
+    /// building that many packets.
     ///
     /// Deviation, on purpose: the driver advances the entry offset by
     /// `packets × pmtu` even when the entry's last packet was shorter than
@@ -252,8 +254,9 @@ impl<'a> RespBuilder<'a> {
         self.set_cursor(Cursor::default());
     }
 
-    /// Builds the next packet and advances the cursor.
     /// Kernel: `hfi1_build_tid_rdma_read_resp()`.
+    ///
+    /// Builds the next packet and advances the cursor.
     ///
     /// The entry's length and the KDETH fields it gives (TID, TIDCTRL, OM)
     /// are checked and worked out once per entry, when the cursor first
@@ -341,11 +344,13 @@ impl Iterator for RespBuilder<'_> {
     }
 }
 
-/// Writes a whole READ_RESP (LRH, BTH, the header `hdr`, `payload_len`
-/// bytes written by `payload`, ICRC) into `buf` and returns its length:
-/// BTH destination `dest_qp` (the requester's `tid_flow_qp`), BTH PSN
-/// `psn` (the flow PSN). Kernel: the frame around
+/// Kernel: the frame `make_rc_ack()` puts around
 /// `hfi1_build_tid_rdma_read_resp()`.
+///
+/// Writes a whole READ_RESP (LRH, BTH, the header `hdr`, `payload_len`
+/// bytes written by `payload`, ICRC) into `buf` and returns its length: BTH
+/// destination `dest_qp` (the requester's `tid_flow_qp`), BTH PSN `psn`
+/// (the flow PSN).
 ///
 /// # Errors
 ///

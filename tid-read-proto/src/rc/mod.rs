@@ -35,15 +35,18 @@ use crate::packet::{PacketError, Path};
 /// held from the post until its completion is polled.
 pub const SQ_SIZE: usize = 16;
 
+/// Kernel: `HFI1_MAX_RDMA_ATOMIC`.
+///
 /// Most reads a QP may have outstanding at its peer (the RC attribute
-/// `max_rd_atomic` / `max_dest_rd_atomic`). Kernel: `HFI1_MAX_RDMA_ATOMIC`.
+/// `max_rd_atomic` / `max_dest_rd_atomic`).
 pub const MAX_RD_ATOMIC: u32 = 16;
 
-/// Ack-queue slots of a responder QP (25): room for [`MAX_RD_ATOMIC`]
-/// reads and atomics, the TID RDMA WRITEs a requester may have started
-/// (`HFI1_TID_RDMA_WRITE_CNT`), and one that stays free. Kernel:
-/// `rvt_max_atomic(rdi)` entries of `qp->s_ack_queue`
+/// Kernel: `rvt_max_atomic(rdi)` entries of `qp->s_ack_queue`
 /// ([`hfi1_hal::consts::ACK_QUEUE_ENTRIES`]).
+///
+/// Ack-queue slots of a responder QP (25): room for [`MAX_RD_ATOMIC`] reads
+/// and atomics, the TID RDMA WRITEs a requester may have started
+/// (`HFI1_TID_RDMA_WRITE_CNT`), and one that stays free.
 ///
 /// The READ-only limit of 6.1 is the requester's: it keeps at most
 /// `s_max_rd_atomic` ([`Connection::max_rd_atomic`], at most 16) reads
@@ -54,16 +57,22 @@ pub const MAX_RD_ATOMIC: u32 = 16;
 /// fill it.
 pub const ACK_QUEUE_SIZE: usize = hfi1_hal::consts::ACK_QUEUE_ENTRIES;
 
+/// Kernel: the `retry_cnt` QP attribute, `qp->s_retry_cnt`.
+///
 /// The RC retry count a QP gets when nothing else is said (the verbs
-/// maximum). Kernel: the `retry_cnt` QP attribute, `qp->s_retry_cnt`.
+/// maximum).
 pub const DEFAULT_RETRY_CNT: u8 = 7;
 
+/// Kernel: the `rnr_retry` QP attribute.
+///
 /// The RNR retry count a QP gets when nothing else is said: 7 means
-/// unlimited. Kernel: the `rnr_retry` QP attribute.
+/// unlimited.
 pub const DEFAULT_RNR_RETRY: u8 = 7;
 
+/// Kernel: the `timeout` QP attribute.
+///
 /// The local ACK timeout exponent a QP gets when nothing else is said:
-/// 4.096 us << 14 = 67 ms. Kernel: the `timeout` QP attribute.
+/// 4.096 us << 14 = 67 ms.
 pub const DEFAULT_TIMEOUT: u8 = 14;
 
 /// What both sides agreed on when the connection was set up (the RC
@@ -78,27 +87,34 @@ pub struct Connection {
     pub local: TidParams,
     /// The peer's TID parameters (meaningful only if `tid`).
     pub remote: TidParams,
-    /// OPFN negotiated TID RDMA: `remote` holds the peer's parameters.
     /// Kernel: `qpriv->tid_rdma.remote` not NULL.
+    ///
+    /// OPFN negotiated TID RDMA: `remote` holds the peer's parameters.
     pub tid: bool,
     /// Path MTU in bytes (4096 or 8192).
     pub pmtu: u32,
     /// LIDs.
     pub path: Path,
+    /// Kernel: `qp->s_max_rd_atomic`.
+    ///
     /// Reads (segments) the requester keeps outstanding at most; at most
-    /// [`MAX_RD_ATOMIC`], the peer's ack queue. Kernel: `qp->s_max_rd_atomic`.
+    /// [`MAX_RD_ATOMIC`], the peer's ack queue.
     pub max_rd_atomic: u32,
     /// The responder allows remote reads (`IB_ACCESS_REMOTE_READ`).
     pub remote_read: bool,
+    /// Kernel: `qp->s_retry_cnt`.
+    ///
     /// Restarts allowed without progress before a request completes with
-    /// [`WcStatus::RetryExceeded`] (0..=7). Kernel: `qp->s_retry_cnt`.
+    /// [`WcStatus::RetryExceeded`] (0..=7).
     pub retry_cnt: u8,
-    /// RNR NAKs allowed without progress (7: unlimited).
     /// Kernel: `qp->s_rnr_retry_cnt`.
+    ///
+    /// RNR NAKs allowed without progress (7: unlimited).
     pub rnr_retry: u8,
+    /// Kernel: `qp->timeout`, `qp->timeout_jiffies`.
+    ///
     /// The local ACK timeout exponent: the retry timer runs 4.096 us <<
-    /// `timeout` (<< `timeout_shift` for a TID READ_REQ). Kernel:
-    /// `qp->timeout`, `qp->timeout_jiffies`.
+    /// `timeout` (<< `timeout_shift` for a TID READ_REQ).
     pub timeout: u8,
     /// The smallest READ that becomes a TID READ: the kernel's
     /// `TID_RDMA_MIN_SEGMENT_SIZE` ([`crate::qualify::MIN_LENGTH`]) on
@@ -107,8 +123,10 @@ pub struct Connection {
     pub tid_read_min: u32,
     /// The responder allows remote writes (`IB_ACCESS_REMOTE_WRITE`).
     pub remote_write: bool,
+    /// Kernel: `active_egress_rate(ppd)`.
+    ///
     /// The port's egress rate, which scales the RNR wait a TID WRITE
-    /// responder asks for. Kernel: `active_egress_rate(ppd)`.
+    /// responder asks for.
     pub egress: hfi1_hal::rnr::EgressRate,
 }
 
@@ -156,9 +174,10 @@ pub trait PacketSink {
     fn send(&mut self, len: usize);
 }
 
-/// The responder's memory regions: an R_Key check that takes a reference
-/// on the region, and its release. Kernel: `rvt_rkey_ok()` /
-/// `rvt_put_mr()`.
+/// Kernel: `rvt_rkey_ok()` / `rvt_put_mr()`.
+///
+/// The responder's memory regions: an R_Key check that takes a reference on
+/// the region, and its release.
 pub trait MrTable {
     /// Checks `rkey` for a remote read of `len` bytes at `vaddr`; on
     /// success returns a handle holding a reference on the region.
@@ -174,9 +193,11 @@ pub trait SourceData {
     fn read(&self, vaddr: u64, out: &mut [u8]) -> bool;
 }
 
+/// Kernel: `rvt_copy_sge()`.
+///
 /// The requester's own memory, where software copies what arrives in an
 /// eager buffer (a plain RDMA READ response) into the work request's
-/// scatter list. Kernel: `rvt_copy_sge()`.
+/// scatter list.
 pub trait LocalMemory {
     /// Writes `data` at `addr`; false if the memory is not there.
     fn write(&mut self, addr: u64, data: &[u8]) -> bool;
@@ -202,12 +223,14 @@ pub enum WcStatus {
     /// A response's length did not fit the request. Kernel:
     /// `IB_WC_LOC_LEN_ERR`.
     LocalLength,
+    /// Kernel: `IB_WC_LOC_QP_OP_ERR`.
+    ///
     /// The requester could not carry the request on (a response for no
-    /// request, a restart that found no segment). Kernel:
-    /// `IB_WC_LOC_QP_OP_ERR`.
+    /// request, a restart that found no segment).
     LocalQpOperation,
-    /// The QP went to the error state before the request finished.
     /// Kernel: `IB_WC_WR_FLUSH_ERR`.
+    ///
+    /// The QP went to the error state before the request finished.
     Flushed,
     /// The responder NAKed it: invalid request (code 1). Kernel:
     /// `IB_WC_REM_INV_REQ_ERR`.
@@ -279,8 +302,9 @@ impl QpState {
         }
     }
 
-    /// Packets may be received and requests processed.
     /// Kernel: `RVT_PROCESS_RECV_OK`.
+    ///
+    /// Packets may be received and requests processed.
     pub const fn receives(self) -> bool {
         matches!(self, Self::Rts)
     }

@@ -39,8 +39,10 @@ impl AethKind {
         }
     }
 
+    /// Kernel: `if (aeth >> IB_AETH_NAK_SHIFT) ack_psn--`.
+    ///
     /// True for every class but an ACK (`ack_psn` is then the PSN before
-    /// the AETH's). Kernel: `if (aeth >> IB_AETH_NAK_SHIFT) ack_psn--`.
+    /// the AETH's).
     pub const fn is_nak(self) -> bool {
         !matches!(self, Self::Ack)
     }

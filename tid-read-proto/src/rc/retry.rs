@@ -10,20 +10,24 @@
 //! when the duration is the same; an expiry that finds the timer stopped
 //! does nothing (the kernel's `RVT_S_TIMER` test in `rvt_rc_timeout()`).
 
-/// Nanoseconds of the kernel's timeout unit, 4.096 us.
 /// Kernel: `4096UL * (1UL << qp->timeout)) / 1000` in `rvt_modify_qp()`.
+///
+/// Nanoseconds of the kernel's timeout unit, 4.096 us.
 pub const TIMEOUT_UNIT_NS: u64 = 4096;
 
+/// Kernel: `ib_rvt_rnr_table[]`.
+///
 /// The RNR NAK timer values in microseconds, by the AETH's five-bit timer
-/// field (the table lives in `hfi1_hal::rnr`, where the responder picks
-/// its index). Kernel: `ib_rvt_rnr_table[]`.
+/// field (the table lives in `hfi1_hal::rnr`, where the responder picks its
+/// index).
 pub use hfi1_hal::rnr::RNR_TABLE_US;
 
+/// Kernel: `rvt_add_retry_timer_ext()`, `qp->timeout_jiffies`.
+///
 /// The retry timer's duration for a QP `timeout` and a `shift` (0, or the
 /// OPFN `timeout_shift` for a TID READ_REQ): 4.096 us << `timeout` <<
-/// `shift`, without the kernel's `busy_jiffies` (a per-device allowance
-/// for many busy RC QPs) and its rounding to jiffies.
-/// Kernel: `rvt_add_retry_timer_ext()`, `qp->timeout_jiffies`.
+/// `shift`, without the kernel's `busy_jiffies` (a per-device allowance for
+/// many busy RC QPs) and its rounding to jiffies.
 pub const fn retry_ns(timeout: u8, shift: u8) -> u64 {
     let exp = timeout as u32 + shift as u32;
     if exp >= 40 {
@@ -34,8 +38,9 @@ pub const fn retry_ns(timeout: u8, shift: u8) -> u64 {
     }
 }
 
-/// The RNR timer's duration for the AETH timer field `timer`.
 /// Kernel: `rvt_aeth_to_usec()`.
+///
+/// The RNR timer's duration for the AETH timer field `timer`.
 pub fn rnr_ns(timer: u8) -> u64 {
     let us = RNR_TABLE_US
         .get(usize::from(timer & 0x1F))
@@ -52,8 +57,9 @@ pub struct Timer {
 }
 
 impl Timer {
-    /// Starts it (or starts it again) to expire `ns` from now.
     /// Kernel: `add_timer()` / `mod_timer()` / `hrtimer_start()`.
+    ///
+    /// Starts it (or starts it again) to expire `ns` from now.
     pub fn arm(&mut self, ns: u64) {
         self.armed = Some(ns);
         self.epoch = self.epoch.wrapping_add(1);
@@ -100,8 +106,9 @@ pub struct Budgets {
 }
 
 impl Budgets {
-    /// Full budgets from the QP attributes `retry_cnt` and `rnr_retry`.
     /// Kernel: `rvt_modify_qp()` setting `s_retry` and `s_rnr_retry`.
+    ///
+    /// Full budgets from the QP attributes `retry_cnt` and `rnr_retry`.
     pub const fn new(retry_cnt: u8, rnr_retry: u8) -> Self {
         let retry_cnt = if retry_cnt > 7 { 7 } else { retry_cnt };
         let rnr_retry_cnt = if rnr_retry > 7 { 7 } else { rnr_retry };
@@ -118,8 +125,9 @@ impl Budgets {
         self.retry
     }
 
-    /// Spends one retry; false (nothing spent) if none was left.
     /// Kernel: the `s_retry` test and decrement of `hfi1_restart_rc()`.
+    ///
+    /// Spends one retry; false (nothing spent) if none was left.
     pub fn spend_retry(&mut self) -> bool {
         if self.retry == 0 {
             return false;
@@ -128,14 +136,17 @@ impl Budgets {
         true
     }
 
-    /// Progress: the retry budget is full again.
     /// Kernel: `qp->s_retry = qp->s_retry_cnt`.
+    ///
+    /// Progress: the retry budget is full again.
     pub fn refill_retry(&mut self) {
         self.retry = self.retry_cnt;
     }
 
+    /// Kernel: the RNR branch of `do_rc_ack()`.
+    ///
     /// Spends one RNR retry; false if none was left. A count of 7 is
-    /// unlimited: nothing is spent. Kernel: the RNR branch of `do_rc_ack()`.
+    /// unlimited: nothing is spent.
     pub fn spend_rnr(&mut self) -> bool {
         if self.rnr_retry == 0 {
             return false;
@@ -146,9 +157,11 @@ impl Budgets {
         true
     }
 
+    /// Kernel: `qp->s_rnr_retry = qp->s_rnr_retry_cnt; qp->s_retry =
+    /// qp->s_retry_cnt`.
+    ///
     /// Progress: both budgets are full again (every ACK, every handled
-    /// NAK). Kernel: `qp->s_rnr_retry = qp->s_rnr_retry_cnt; qp->s_retry
-    /// = qp->s_retry_cnt`.
+    /// NAK).
     pub fn refill(&mut self) {
         self.retry = self.retry_cnt;
         self.rnr_retry = self.rnr_retry_cnt;
