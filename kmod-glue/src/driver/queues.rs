@@ -348,6 +348,53 @@ mod tests {
         out
     }
 
+    /// After each step of [`the_driver_lists_behave_as_the_sim_table`]: both
+    /// stores hold the same QPs in the same order with the same counts,
+    /// flags, positions, memberships, tickets and references.
+    fn same_state(
+        step: u32,
+        drv: &DrvQueues<TQp>,
+        sim: &WaitQueues<TRef>,
+        qps: &[TRef],
+        fd: &[SFlags],
+        fs: &[SFlags],
+    ) {
+        for k in [QueueKind::Flow, QueueKind::RcvArray] {
+            let o = order(drv, k);
+            assert_eq!(o, sim.iter(k).collect::<Vec<_>>(), "step {step}: {k:?}");
+            let (enq, deq) = drv.counts(k);
+            assert_eq!(u64::from(enq), sim.enqueued(k), "step {step}");
+            assert_eq!(u64::from(deq), sim.dequeued(k), "step {step}");
+        }
+        for (j, q) in qps.iter().enumerate() {
+            assert_eq!(fd[j], fs[j], "step {step}: flags of {j}");
+            for k in [QueueKind::Flow, QueueKind::RcvArray] {
+                assert_eq!(
+                    store::position(drv, k, q),
+                    store::position(sim, k, q),
+                    "step {step}: position of {j} on {k:?}"
+                );
+            }
+            assert_eq!(
+                store::WaitStore::membership(drv, q),
+                sim.membership(j as u32)
+            );
+            if sim.membership(j as u32) != Membership::Idle {
+                assert_eq!(u64::from(q.tid_enqueue), sim.ticket(j as u32).unwrap());
+            }
+        }
+        // Each queued QP holds one reference besides ours; both stores
+        // share the QPs, so a queued QP has three.
+        for (j, q) in qps.iter().enumerate() {
+            let queued = sim.membership(j as u32) != Membership::Idle;
+            assert_eq!(
+                q.refs.get(),
+                1 + 2 * u32::from(queued),
+                "step {step}: refs of {j}"
+            );
+        }
+    }
+
     #[test]
     fn the_driver_lists_behave_as_the_sim_table() {
         const N: u32 = 6;
@@ -406,40 +453,7 @@ mod tests {
                     drop((a, b));
                 }
             }
-            for k in [QueueKind::Flow, QueueKind::RcvArray] {
-                let o = order(&drv, k);
-                assert_eq!(o, sim.iter(k).collect::<Vec<_>>(), "step {step}: {k:?}");
-                let (enq, deq) = drv.counts(k);
-                assert_eq!(u64::from(enq), sim.enqueued(k), "step {step}");
-                assert_eq!(u64::from(deq), sim.dequeued(k), "step {step}");
-            }
-            for (j, q) in qps.iter().enumerate() {
-                assert_eq!(fd[j], fs[j], "step {step}: flags of {j}");
-                for k in [QueueKind::Flow, QueueKind::RcvArray] {
-                    assert_eq!(
-                        store::position(&drv, k, q),
-                        store::position(&sim, k, q),
-                        "step {step}: position of {j} on {k:?}"
-                    );
-                }
-                assert_eq!(
-                    store::WaitStore::membership(&drv, q),
-                    sim.membership(j as u32)
-                );
-                if sim.membership(j as u32) != Membership::Idle {
-                    assert_eq!(u64::from(q.tid_enqueue), sim.ticket(j as u32).unwrap());
-                }
-            }
-            // Each queued QP holds one reference besides ours; both stores
-            // share the QPs, so a queued QP has three.
-            for (j, q) in qps.iter().enumerate() {
-                let queued = sim.membership(j as u32) != Membership::Idle;
-                assert_eq!(
-                    q.refs.get(),
-                    1 + 2 * u32::from(queued),
-                    "step {step}: refs of {j}"
-                );
-            }
+            same_state(step, &drv, &sim, &qps, &fd, &fs);
         }
         assert_eq!(cd.0.get(), cs.0.get());
         assert!(
