@@ -275,10 +275,10 @@ fn bad_slot_is_an_error_and_trigger_resume_skips_non_waiters() {
 /// Kernel: `qp_to_rcd()` (`hfi1_get_qp_map(dd, qpn >> dd->qos_shift)`,
 /// whose index is a `u8`). Three kernel contexts (1, 2, 3) fill the map as
 /// `init_qpmap_table()` does, `qos_shift` 1: QP 513 reads entry
-/// `256 & 0xff = 0`, context 1. The old formula
-/// (`(qpn >> shift) % (n - 1) + 1`, no map) gave context 2 here (checked:
-/// with the `as u8` taken out the lookup runs past the map and this test
-/// fails on QP 513); and under QoS every entry is context 0.
+/// `256 & 0xff = 0`, context 1 (a lookup without the `u8` truncation
+/// runs past the map on QP 513, and a modulo over the kernel contexts
+/// without the map would give context 2); under QoS every entry is
+/// context 0.
 #[test]
 fn qp_to_rcd_reads_the_map_with_a_u8_index() {
     let mut map = [0u8; 256];
@@ -297,9 +297,8 @@ fn qp_to_rcd_reads_the_map_with_a_u8_index() {
 /// `dequeue` takes the QP off whichever queue holds it (one wait link
 /// serves both, `list_del_init(&priv->tid_wait)`), counts the dequeue on
 /// the queue named, clears `WAIT_TID_SPACE` and drops the queue's
-/// reference. Kernel: `dequeue_tid_waiter()`. (This crate used to leave a
-/// QP waiting on the other queue where it was; with that back, the
-/// dequeue below returns false and the QP stays queued.)
+/// reference. Kernel: `dequeue_tid_waiter()`. A dequeue that looked only
+/// at the queue named would return false below and leave the QP queued.
 #[test]
 fn dequeue_takes_the_qp_off_whichever_queue_holds_it() {
     let c = ctx(2);
