@@ -304,7 +304,7 @@ struct hfi1_tid_io {
 /* --- Implemented in Rust ------------------------------------------------ */
 
 /*
- * Stateful engine on its own objects (engine.rs, qp.rs, kplat.rs; Rust
+ * Stateful engine on its own objects (engine.rs, qp.rs, kplat/; Rust
  * feature "engine", the self-test module only). As in the driver, the
  * functions that work on a QP (setup/clear_hw_flow, exp_rcv_setup/clear/
  * clear_all, flush_wait, free_flows) are called with that QP's s_lock

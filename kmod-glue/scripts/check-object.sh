@@ -21,7 +21,7 @@ set -euo pipefail
 # tid-read-proto's sim_chip), the harnesses (prototest, waittest, tid-harness), the
 # lockdep demo, and the C entry points
 # of the engine's own objects the self-test drives (engine.rs, qp.rs,
-# kplat.rs). Exported names, then the legacy-mangled paths of local ones.
+# kplat/). Exported names, then the legacy-mangled paths of local ones.
 TEST_EXPORTS='^hfi1_tid_(sim_|wt_|read_test|write_test|mix_test|lockdep_demo|ctx_|qp_|req_|platform_|live_objects|s_lock_init|setup_hw_flow|clear_hw_flow|exp_rcv_|flush_wait|free_flows|trigger_resume)'
 TEST_PATHS='8hfi1_hal3sim|9kmod_glue(9prototest|8waittest|6engine|2qp|5kplat|12lockdep_demo)|11tid_harness|8sim_chip'
 
