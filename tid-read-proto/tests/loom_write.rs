@@ -48,12 +48,12 @@ use hfi1_hal::consts::{OP_TID_RDMA_WRITE_DATA_LAST, TID_RDMA_JKEY};
 use hfi1_hal::lock_order::{Lock, LockToken, RLock, Unlocked};
 use hfi1_hal::sim::lockdep::{self, CheckedSpinLock};
 use hfi1_hal::sim::loom_model::{explore, spawn};
-use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimMemory, SimRef, SimScheduler};
+use hfi1_hal::sim::{SimMemory, SimRef};
 use hfi1_hal::{FlowPsn, Psn};
 use loom::sync::{Condvar, Mutex};
-use qp_wait::{DevCounters, Membership, Qp, QueueKind, SendState, WaitPlatform, trigger_resume};
+use qp_wait::{Membership, Qp, QueueKind, SendState, trigger_resume};
 use tid_flow::sim::new_ctxt_for;
-use tid_flow::{FlowPlatform, RcvCtxt, Sge};
+use tid_flow::{RcvCtxt, Sge};
 use tid_harness::chip::{self, ArrivingData};
 use tid_harness::doubles::{self, MemSource, Outbox, PageAllocator};
 use tid_read_proto::opfn::TidParams;
@@ -66,27 +66,15 @@ use tid_read_proto::write::requester::{WriteRespVerdict, WriteWr};
 use tid_read_proto::write::responder::{RnrNakState, WriteReqVerdict};
 use tid_read_proto::write::second_leg;
 
-/// The sim platform with the lock-order checker as its lock backend and
-/// QPs that keep the engines' state.
-#[derive(Debug)]
-enum Checked {}
+tid_harness::sim_platform! {
+    /// The sim platform with the lock-order checker as its lock backend
+    /// (named: under loom the default is the unchecked spin lock) and QPs
+    /// that keep the engines' state.
+    enum Checked { ext: TidQp<Checked>, lock: CheckedSpinLock }
+}
 
 type LQp = SimRef<Qp<Checked>>;
 type RLockOf = Lock<RLock, CheckedSpinLock, ()>;
-
-impl WaitPlatform for Checked {
-    type Lock = CheckedSpinLock;
-    type Ext = TidQp<Checked>;
-    type Ref = LQp;
-    type Sched = SimScheduler<LQp>;
-}
-
-impl FlowPlatform for Checked {
-    type Chip = SimContext;
-    type Dma = SimDma;
-    type Mem = SimAllocator;
-    type Dev = Arc<DevCounters>;
-}
 
 /// Pages of each WRITE and of its one segment (256 KiB, scattered).
 const PAGES: u64 = 64;
