@@ -10,8 +10,8 @@ use core::ffi::c_void;
 
 use hfi1_hal::{FlowIndex, FlowTable, FlowTableReg, Generation, consts::NUM_TID_FLOWS};
 
+use crate::chip::{ChipOps, KernelChip};
 use crate::errno::{self, Errno};
-use crate::platform::{ChipOps, KernelChip};
 
 /// The version of this interface; the header's `HFI1_TID_ABI_VERSION` must
 /// match (checked by the C glue at load).
@@ -83,7 +83,7 @@ mod sim_abi {
 
     use hfi1_hal::sim::SimContext;
 
-    use crate::platform::{ChipOps, sim::SIM_OPS};
+    use crate::chip::{ChipOps, sim::SIM_OPS};
 
     /// Creates a software chip context owning RcvArray entries
     /// `expected_base .. expected_base + entries`. Returns null if

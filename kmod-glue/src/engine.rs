@@ -32,12 +32,12 @@ use tid_alloc::groups::GroupList;
 use tid_flow::segment::{Sge, TidRequest};
 use tid_flow::{CtxtParts, QpLocked, RcvCtxt};
 
+use crate::chip::{ChipOps, KernelChip};
 use crate::errno::{self, Errno};
 use crate::kplat::{
     KDma, KMem, KQp, KRandom, KRef, KSched, KernelPlatform, KernelSpinLock, kernel, live_dec,
     live_inc, try_box,
 };
-use crate::platform::{ChipOps, KernelChip};
 use crate::qp::with_held_s_lock;
 
 /// A receive context (`struct hfi1_tid_rcd`). Kernel: the TID RDMA part of

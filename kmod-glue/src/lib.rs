@@ -12,7 +12,7 @@
 //! The kernel platform lives in C (`kbuild/glue.c`): spinlocks, the
 //! workqueue, QP references, `kmalloc`/`kfree`, DMA mapping and CSR writes
 //! reach Rust as callbacks (the registered services table of `kplat`, with
-//! feature `engine`, and [`platform::ChipOps`]) or as the few `hfi1_tid_*`
+//! feature `engine`, and [`chip::ChipOps`]) or as the few `hfi1_tid_*`
 //! symbols the kernel-only module `kernel` imports (allocator, panic).
 //! That module only exists for `target_os = "none"`, so the host builds,
 //! lints and tests everything else. Without features the crate is what
@@ -73,6 +73,7 @@
 extern crate alloc;
 
 pub mod abi;
+pub mod chip;
 pub mod driver;
 #[cfg(feature = "engine")]
 pub mod engine;
@@ -83,7 +84,6 @@ pub mod kernel;
 pub mod kplat;
 #[cfg(feature = "lockdep-demo")]
 pub mod lockdep_demo;
-pub mod platform;
 #[cfg(feature = "engine")]
 pub mod proto;
 #[cfg(feature = "selftest")]

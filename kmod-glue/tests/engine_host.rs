@@ -15,9 +15,9 @@ use std::ffi::{c_char, c_void};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering};
 
+use kmod_glue::chip::ChipOps;
 use kmod_glue::engine::*;
 use kmod_glue::kplat::*;
-use kmod_glue::platform::ChipOps;
 use kmod_glue::qp::*;
 use kmod_glue::waittest::*;
 

@@ -17,7 +17,7 @@ use tid_flow::FlowPlatform;
 use tid_read_proto::qp::TidQp;
 
 use super::{KMem, Kernel, KernelSpinLock};
-use crate::platform::KernelChip;
+use crate::chip::KernelChip;
 
 /// The kernel platform of the engine's own objects (contexts, QPs and
 /// requests made through `engine.rs`).
