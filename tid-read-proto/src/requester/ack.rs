@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! RC responses at the requester (kernel `rc_rcv_resp()` and `do_rc_ack()`):
-//! ACKs and NAKs, and a plain READ's responses, which software copies from
-//! the eager buffer into the READ's scatter list.
+//! ACKs and NAKs here, and in `read_response` a plain READ's responses,
+//! which software copies from the eager buffer into the READ's scatter
+//! list.
 //!
 //! Every such packet first passes the kernel's filter: a PSN at or past
 //! `s_next_psn` (nothing was asked there) or at or before `s_last_psn` (a
@@ -17,16 +18,20 @@
 //! oldest READ with its status and errors the QP; other codes are
 //! ignored.
 
+use core::ops::ControlFlow;
+
 use hfi1_hal::Psn;
 use tid_flow::FlowPlatform;
 
-use super::{Env, ReadCopy, Requester, SendState};
+use super::{Env, Requester, SendState};
 use crate::opfn::timeout_shift;
 use crate::plain_read::RespKind;
+use crate::rc::WcStatus;
 use crate::rc::nak::{AethKind, NakAction};
 use crate::rc::retry::{retry_ns, rnr_ns};
-use crate::rc::{LocalMemory, WcStatus};
 use crate::wire::aeth;
+
+mod read_response;
 
 /// What an RC ACK or NAK did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +155,8 @@ impl<P: FlowPlatform> Requester<P> {
         acked
     }
 
-    /// [`Self::do_rc_ack`] without the RNR wake-up.
+    /// [`Self::do_rc_ack`] without the RNR wake-up: the requests the PSN
+    /// covers complete, then the AETH's class acts.
     fn do_rc_ack_inner(
         &mut self,
         env: &mut Env<'_, '_, P>,
@@ -160,6 +166,33 @@ impl<P: FlowPlatform> Requester<P> {
     ) -> bool {
         let kind = AethKind::of(a);
         let ack_psn = if kind.is_nak() { psn.sub(1) } else { psn };
+        if let ControlFlow::Break(acked) = self.complete_covered(env, ack_psn, psn, op) {
+            return acked;
+        }
+        match kind {
+            AethKind::Ack => self.take_ack(env, psn, op),
+            AethKind::Rnr { timer } => {
+                self.rnr_nak(env, psn, timer);
+                false
+            }
+            AethKind::Nak { code } => self.take_nak(env, psn, code),
+            AethKind::Reserved => false,
+        }
+    }
+
+    /// Completes, oldest first, the requests that `ack_psn` covers (a
+    /// response of kind `op` with IB PSN `psn`). Breaks with
+    /// [`Self::do_rc_ack`]'s answer when the response shows a lost one
+    /// (or is a plain READ's ONLY response for the oldest READ); continues
+    /// to the AETH's class otherwise. Kernel: the `while` loop of
+    /// `do_rc_ack()`.
+    fn complete_covered(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        ack_psn: Psn,
+        psn: Psn,
+        op: RespOp,
+    ) -> ControlFlow<bool> {
         while self.sq.acked != self.sq.tail {
             let i = self.sq.acked;
             let Some(w) = self.sq.get(i) else { break };
@@ -173,7 +206,7 @@ impl<P: FlowPlatform> Requester<P> {
                 if psn.delta(self.last_psn) != 1 {
                     self.set_restart_qp(env);
                     self.stop_timers();
-                    return false;
+                    return ControlFlow::Break(false);
                 }
                 break;
             }
@@ -184,7 +217,7 @@ impl<P: FlowPlatform> Requester<P> {
             let plain = w.tid.is_none();
             if plain && op == RespOp::Read(RespKind::Only) && diff == 0 {
                 self.stop_timers();
-                return true;
+                return ControlFlow::Break(true);
             }
             let own_last = if plain {
                 op == RespOp::Read(RespKind::Last)
@@ -193,56 +226,61 @@ impl<P: FlowPlatform> Requester<P> {
             };
             if !own_last || diff != 0 {
                 self.restart_for_a_later_response(env);
-                return false;
+                return ControlFlow::Break(false);
             }
             if plain {
                 self.uncount_plain(env, i);
             }
             self.rc_completion(env, i);
         }
-        match kind {
-            AethKind::Ack => {
-                if op != RespOp::TidWriteResp {
-                    self.ack_timers(env, psn);
-                } else if psn != self.last_psn.add(1) {
-                    self.set_restart_qp(env);
-                    self.stop_timers();
-                    return false;
-                } else {
-                    self.write_resp_timers(env, psn);
-                }
-                if self.flags.wait_ack {
-                    self.flags.wait_ack = false;
-                    env.schedule();
-                }
-                self.budgets.refill();
-                self.last_psn = psn;
-                true
-            }
-            AethKind::Rnr { timer } => {
-                self.rnr_nak(env, psn, timer);
-                false
-            }
-            AethKind::Nak { code } => {
-                if self.sq.acked == self.sq.tail {
-                    self.stop_timers();
-                    return false;
-                }
-                self.last_psn = psn.sub(1);
-                match NakAction::of(code) {
-                    NakAction::Restart => {
-                        self.restart_rc(env, psn, false);
-                        env.schedule();
-                    }
-                    NakAction::Fatal(status) => self.class_b(env, status),
-                    NakAction::Ignore => return false,
-                }
-                self.budgets.refill();
-                self.stop_timers();
-                false
-            }
-            AethKind::Reserved => false,
+        ControlFlow::Continue(())
+    }
+
+    /// An ACK for `psn` carried by a response of kind `op`: the timers
+    /// (a TID WRITE_RESP's must follow `s_last_psn`), a waiting send
+    /// engine woken, the budgets refilled, `s_last_psn` moved. Returns
+    /// false if a TID WRITE_RESP out of sequence asked for a restart.
+    /// Kernel: the `case 0` of `do_rc_ack()`.
+    fn take_ack(&mut self, env: &mut Env<'_, '_, P>, psn: Psn, op: RespOp) -> bool {
+        if op != RespOp::TidWriteResp {
+            self.ack_timers(env, psn);
+        } else if psn != self.last_psn.add(1) {
+            self.set_restart_qp(env);
+            self.stop_timers();
+            return false;
+        } else {
+            self.write_resp_timers(env, psn);
         }
+        if self.flags.wait_ack {
+            self.flags.wait_ack = false;
+            env.schedule();
+        }
+        self.budgets.refill();
+        self.last_psn = psn;
+        true
+    }
+
+    /// A NAK for `psn` with `code`: a PSN sequence error restarts there, a
+    /// fatal code fails the oldest READ, other codes are ignored. Always
+    /// false (the current operation is abandoned). Kernel: the `case 3` of
+    /// `do_rc_ack()`.
+    fn take_nak(&mut self, env: &mut Env<'_, '_, P>, psn: Psn, code: u8) -> bool {
+        if self.sq.acked == self.sq.tail {
+            self.stop_timers();
+            return false;
+        }
+        self.last_psn = psn.sub(1);
+        match NakAction::of(code) {
+            NakAction::Restart => {
+                self.restart_rc(env, psn, false);
+                env.schedule();
+            }
+            NakAction::Fatal(status) => self.class_b(env, status),
+            NakAction::Ignore => return false,
+        }
+        self.budgets.refill();
+        self.stop_timers();
+        false
     }
 
     /// The retry timer after an ACK: a TID READ at `s_acked` with segments
@@ -418,188 +456,4 @@ impl<P: FlowPlatform> Requester<P> {
             env.schedule();
         }
     }
-
-    /// Receives a plain RDMA READ response (PSN `psn`, of `kind`, with its
-    /// AETH unless a MIDDLE), copying its data into the READ's scatter
-    /// list in `mem`. Returns whether it was taken.
-    /// Kernel: the READ cases of `rc_rcv_resp()`.
-    ///
-    /// # Locking
-    ///
-    /// The QP's `s_lock` held (`env`); an error takes `exp_lock` through
-    /// `tid-flow`.
-    pub fn receive_read_response(
-        &mut self,
-        env: &mut Env<'_, '_, P>,
-        psn: Psn,
-        kind: RespKind,
-        a: Option<aeth::Repr>,
-        payload: &[u8],
-        mem: &mut impl LocalMemory,
-    ) -> bool {
-        if !self.takes(env, psn) {
-            return false;
-        }
-        let a = a.unwrap_or_default();
-        let pmtu = env.conn.pmtu;
-        match kind {
-            RespKind::First | RespKind::Only => {
-                let op = RespOp::Read(kind);
-                if !self.do_rc_ack(env, &a, psn, op) {
-                    return true;
-                }
-                let i = self.sq.acked;
-                let Some(w) = self.sq.get(i).filter(|w| w.tid.is_none()) else {
-                    self.fail_oldest(env, WcStatus::LocalQpOperation);
-                    return true;
-                };
-                let offset = u32::try_from(psn.delta(w.psn))
-                    .unwrap_or(0)
-                    .saturating_mul(pmtu);
-                let left = w.length.saturating_sub(offset);
-                self.read_copy = Some(ReadCopy { offset, left });
-                if kind == RespKind::First {
-                    self.read_middle(env, psn, kind, payload, mem);
-                } else {
-                    self.read_last(env, psn, &a, payload, mem);
-                }
-            }
-            RespKind::Middle | RespKind::Last => {
-                if psn != self.last_psn.add(1) {
-                    self.rdma_seq_err(env);
-                    return true;
-                }
-                if self.sq.get(self.sq.acked).is_none_or(|w| w.tid.is_some()) {
-                    self.fail_oldest(env, WcStatus::LocalQpOperation);
-                    return true;
-                }
-                if kind == RespKind::Middle {
-                    self.read_middle(env, psn, kind, payload, mem);
-                } else if payload.is_empty() {
-                    self.fail_oldest(env, WcStatus::LocalLength);
-                } else {
-                    self.read_last(env, psn, &a, payload, mem);
-                }
-            }
-        }
-        true
-    }
-
-    /// A FIRST or MIDDLE response: exactly one MTU, not the last bytes.
-    /// Kernel: `read_middle` of `rc_rcv_resp()`.
-    fn read_middle(
-        &mut self,
-        env: &mut Env<'_, '_, P>,
-        psn: Psn,
-        kind: RespKind,
-        payload: &[u8],
-        mem: &mut impl LocalMemory,
-    ) {
-        let pmtu = env.conn.pmtu;
-        let Some(c) = self.read_copy else {
-            self.fail_oldest(env, WcStatus::LocalLength);
-            return;
-        };
-        if payload.len() != pmtu as usize || pmtu >= c.left {
-            self.fail_oldest(env, WcStatus::LocalLength);
-            return;
-        }
-        self.retry_timer.arm(retry_ns(env.conn.timeout, 0));
-        if self.flags.wait_ack {
-            self.flags.wait_ack = false;
-            env.schedule();
-        }
-        if kind == RespKind::Middle {
-            self.budgets.refill_retry();
-        }
-        self.read_copy = Some(ReadCopy {
-            offset: c.offset + pmtu,
-            left: c.left - pmtu,
-        });
-        self.last_psn = psn;
-        self.copy(env, c.offset, payload, mem);
-    }
-
-    /// A LAST or ONLY response: exactly the bytes left; the READ completes.
-    /// Kernel: `read_last` of `rc_rcv_resp()`.
-    fn read_last(
-        &mut self,
-        env: &mut Env<'_, '_, P>,
-        psn: Psn,
-        a: &aeth::Repr,
-        payload: &[u8],
-        mem: &mut impl LocalMemory,
-    ) {
-        let Some(c) = self.read_copy.take() else {
-            self.fail_oldest(env, WcStatus::LocalLength);
-            return;
-        };
-        if payload.len() != c.left as usize {
-            self.fail_oldest(env, WcStatus::LocalLength);
-            return;
-        }
-        if !self.copy(env, c.offset, payload, mem) {
-            return;
-        }
-        let _ = self.do_rc_ack(env, a, psn, RespOp::Read(RespKind::Last));
-    }
-
-    /// Copies `data` into the oldest READ's scatter list from byte
-    /// `offset` on. Kernel: `rvt_copy_sge()`. A buffer that is not there
-    /// fails the READ (`LOC_QP_OP_ERR`).
-    fn copy(
-        &mut self,
-        env: &mut Env<'_, '_, P>,
-        offset: u32,
-        data: &[u8],
-        mem: &mut impl LocalMemory,
-    ) -> bool {
-        let ok = self
-            .sq
-            .get(self.sq.acked)
-            .is_some_and(|w| copy_to_sges(&w.sges, offset, data, mem));
-        if !ok {
-            self.fail_oldest(env, WcStatus::LocalQpOperation);
-        }
-        ok
-    }
-
-    /// An out-of-sequence MIDDLE or LAST: restart from `s_last_psn + 1`,
-    /// taking only that PSN until it comes. Kernel: `rdma_seq_err()`.
-    fn rdma_seq_err(&mut self, env: &mut Env<'_, '_, P>) {
-        self.stop_timers();
-        self.flags.rdmar_seq = true;
-        self.restart_rc(env, self.last_psn.add(1), false);
-        env.schedule();
-    }
-}
-
-/// Writes `data` into the scatter list `sges` from byte `offset` on;
-/// false if it does not fit or the memory is missing.
-fn copy_to_sges(
-    sges: &[tid_flow::Sge],
-    offset: u32,
-    data: &[u8],
-    mem: &mut impl LocalMemory,
-) -> bool {
-    let mut skip = u64::from(offset);
-    let mut rest = data;
-    for s in sges {
-        if rest.is_empty() {
-            break;
-        }
-        let len = u64::from(s.length);
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let room = usize::try_from(len - skip).unwrap_or(usize::MAX);
-        let (now, later) = rest.split_at(room.min(rest.len()));
-        if !mem.write(s.vaddr.wrapping_add(skip), now) {
-            return false;
-        }
-        rest = later;
-        skip = 0;
-    }
-    rest.is_empty()
 }
