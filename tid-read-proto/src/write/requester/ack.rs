@@ -76,11 +76,6 @@ impl<P: FlowPlatform> Requester<P> {
     {
         let kind = AethKind::of(&hdr.aeth);
         let nak = kind.is_nak();
-        if env.locked.flags.contains(SFlags::WAIT_HALT)
-            && psn.raw() != self.write.s_resync_psn.get()
-        {
-            return self.tid_ack_dropped();
-        }
         let resync = is_resync_psn(psn.raw());
         let kpsn = if resync {
             hdr.resync_psn.raw()
@@ -93,69 +88,100 @@ impl<P: FlowPlatform> Requester<P> {
             ack_kpsn = ack_kpsn.wrapping_sub(1) & 0x7FFF_FFFF;
         }
         let _ = ack_psn;
-        if !env.state.receives() || self.sq.acked == self.sq.tail {
-            return self.tid_ack_dropped();
-        }
-        let Some(t) = self.sq.get(self.sq.acked).and_then(|w| w.tid_write()) else {
-            return self.tid_ack_dropped();
-        };
-        let Some(flow) = t.req.flow(t.req.acked_tail) else {
-            return self.tid_ack_dropped();
-        };
-        let start = full(flow.psns.generation, flow.psns.spsn);
-        if t.req.unacked_remote() == 0
-            || cmp(psn.raw(), start) < 0
-            || hdr.verbs_psn.delta(flow.psns.resp_ib_psn) < 0
-        {
+        if !self.tid_ack_taken(env, psn, hdr) {
             return self.tid_ack_dropped();
         }
         let (segments, completed) = self.ack_segments(env, ack_kpsn);
         self.write.stats.segments_acked += u64::from(segments);
         match kind {
             AethKind::Ack => {
-                self.write.stats.tid_acks += 1;
-                self.write.tid_flags &= !TidFlags::WAIT_ACK;
-                if resync {
-                    self.resync_ack(env, psn, kpsn);
-                    self.write.s_retry = env.conn.retry_cnt;
-                    return TidAckVerdict::Acked {
-                        segments,
-                        completed,
-                    };
-                }
-                let unacked = self
-                    .sq
-                    .get(self.sq.acked)
-                    .filter(|_| self.sq.acked != self.sq.tail)
-                    .and_then(|w| w.tid_write())
-                    .is_some_and(|t| t.ack_seg < t.cur_seg);
-                if unacked {
-                    self.write
-                        .tid_retry
-                        .arm(crate::rc::retry::retry_ns(env.conn.timeout, 0));
-                } else {
-                    self.write.tid_retry.stop();
-                }
-                env.schedule();
-                self.write.s_retry = env.conn.retry_cnt;
+                self.take_tid_ack(env, psn, kpsn, resync);
                 TidAckVerdict::Acked {
                     segments,
                     completed,
                 }
             }
-            AethKind::Nak { code } => {
-                self.write.stats.tid_naks += 1;
-                self.write.tid_retry.stop();
-                if code != 0 {
-                    return TidAckVerdict::NotActed;
-                }
-                if !self.nak_rewind(env, psn) {
-                    return TidAckVerdict::NotActed;
-                }
-                TidAckVerdict::Restart
-            }
+            AethKind::Nak { code } => self.take_tid_nak(env, psn, code),
             _ => TidAckVerdict::NotActed,
         }
+    }
+
+    /// The filter of `hfi1_rc_rcv_tid_rdma_ack()`: true if a TID ACK with
+    /// flow PSN `psn` is taken. Not while a RESYNC other than this one is
+    /// outstanding, the QP is not receiving or has no TID WRITE at
+    /// `s_acked` with segments out, nor for a PSN before that flow or a
+    /// verbs PSN before its response (the kernel's `ack_op_err`).
+    fn tid_ack_taken(&self, env: &Env<'_, '_, P>, psn: FlowPsn, hdr: &tid_ack::Repr) -> bool {
+        if env.locked.flags.contains(SFlags::WAIT_HALT)
+            && psn.raw() != self.write.s_resync_psn.get()
+        {
+            return false;
+        }
+        if !env.state.receives() || self.sq.acked == self.sq.tail {
+            return false;
+        }
+        let Some(t) = self.sq.get(self.sq.acked).and_then(|w| w.tid_write()) else {
+            return false;
+        };
+        let Some(flow) = t.req.flow(t.req.acked_tail) else {
+            return false;
+        };
+        let start = full(flow.psns.generation, flow.psns.spsn);
+        t.req.unacked_remote() != 0
+            && cmp(psn.raw(), start) >= 0
+            && hdr.verbs_psn.delta(flow.psns.resp_ib_psn) >= 0
+    }
+
+    /// A TID ACK (flow PSN `psn`, KDETH PSN `kpsn`) past the segments it
+    /// acknowledged: a RESYNC's renumbers what is left; another re-arms
+    /// the TID retry timer while sent segments are unacknowledged, else
+    /// stops it, and schedules the first leg. Either refills the retry
+    /// budget. Kernel: the `case 0` of `hfi1_rc_rcv_tid_rdma_ack()`.
+    fn take_tid_ack(&mut self, env: &mut Env<'_, '_, P>, psn: FlowPsn, kpsn: u32, resync: bool)
+    where
+        P::Sched: TidScheduler<P::Ref>,
+    {
+        self.write.stats.tid_acks += 1;
+        self.write.tid_flags &= !TidFlags::WAIT_ACK;
+        if resync {
+            self.resync_ack(env, psn, kpsn);
+            self.write.s_retry = env.conn.retry_cnt;
+            return;
+        }
+        let unacked = self
+            .sq
+            .get(self.sq.acked)
+            .filter(|_| self.sq.acked != self.sq.tail)
+            .and_then(|w| w.tid_write())
+            .is_some_and(|t| t.ack_seg < t.cur_seg);
+        if unacked {
+            self.write
+                .tid_retry
+                .arm(crate::rc::retry::retry_ns(env.conn.timeout, 0));
+        } else {
+            self.write.tid_retry.stop();
+        }
+        env.schedule();
+        self.write.s_retry = env.conn.retry_cnt;
+    }
+
+    /// A TID NAK with `code` at flow PSN `psn`: the TID retry timer
+    /// stops; only a PSN sequence error inside the oldest unacknowledged
+    /// segment acts, rewinding the second leg. Kernel: the `case 3` of
+    /// `hfi1_rc_rcv_tid_rdma_ack()`.
+    fn take_tid_nak(&mut self, env: &mut Env<'_, '_, P>, psn: FlowPsn, code: u8) -> TidAckVerdict
+    where
+        P::Sched: TidScheduler<P::Ref>,
+    {
+        self.write.stats.tid_naks += 1;
+        self.write.tid_retry.stop();
+        if code != 0 {
+            return TidAckVerdict::NotActed;
+        }
+        if !self.nak_rewind(env, psn) {
+            return TidAckVerdict::NotActed;
+        }
+        TidAckVerdict::Restart
     }
 
     fn tid_ack_dropped(&mut self) -> TidAckVerdict {
