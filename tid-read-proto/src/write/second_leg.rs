@@ -32,7 +32,7 @@ use tid_flow::{FlowPlatform, RcvCtxt};
 
 use crate::packet::{BthOut, PacketError, frame};
 use crate::qp::{TidQp, parts, with_requester};
-use crate::rc::{EngineError, PacketSink, SourceData};
+use crate::rc::{Connection, EngineError, PacketSink, SourceData};
 use crate::read_resp::Cursor;
 use crate::requester::{Env, Requester};
 use crate::wire::write_data::{self, DataBuilder, DataFlow};
@@ -163,7 +163,29 @@ impl<P: FlowPlatform> Requester<P> {
             TidSendState::WriteDataLast => return Ok(None),
             TidSendState::Resync => return self.make_resync(env, buf),
         }
-        let conn = env.conn;
+        let Some((n, last)) = self.build_write_data(env.conn, tail, buf, src)? else {
+            return Ok(None);
+        };
+        self.write.stats.data_packets += 1;
+        if last {
+            self.segment_sent(env, tail);
+        }
+        Ok(Some(n))
+    }
+
+    /// Builds into `buf` the next WRITE_DATA of the TID WRITE at `tail`
+    /// (the segment `cur_seg`, from the cursor its flow record keeps),
+    /// moving that cursor on. Returns its length and whether it ends the
+    /// segment; `None` if no segment with a response is waiting. Kernel:
+    /// the WRITE_DATA arm of `hfi1_make_tid_rdma_pkt()` with
+    /// `hfi1_build_tid_rdma_packet()`.
+    fn build_write_data(
+        &mut self,
+        conn: &Connection,
+        tail: u32,
+        buf: &mut [u8],
+        src: &dyn SourceData,
+    ) -> Result<Option<(usize, bool)>, EngineError> {
         let Some(w) = self.sq.get_mut(tail) else {
             return Ok(None);
         };
@@ -223,11 +245,7 @@ impl<P: FlowPlatform> Requester<P> {
                 Err(PacketError::Source)
             }
         })?;
-        self.write.stats.data_packets += 1;
-        if p.last {
-            self.segment_sent(env, tail);
-        }
-        Ok(Some(n))
+        Ok(Some((n, p.last)))
     }
 
     /// Builds the RESYNC: the generation after the newest flow of the
