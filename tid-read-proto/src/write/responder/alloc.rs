@@ -126,28 +126,8 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         if self.w.alloc_w_segs >= max_write {
             return Ok(false);
         }
-        if self.w.sync_pt {
-            if self.w.alloc_w_segs > 0 {
-                return Ok(false);
-            }
-            clear_hw_flow(self.rcd, self.qp, self.locked.again());
-            self.w.sync_pt = false;
-            self.w.flags.remove(TidFlags::R_TID_SW_PSN);
-            self.release_held();
-        }
-        self.drain_held();
-        if self.locked.flow.index.is_none() {
-            match setup_hw_flow(self.rcd, self.qp, self.locked.again()) {
-                Ok(()) => {}
-                Err(FlowError::Again) => {
-                    let pos = self.position();
-                    return Err(Wait(flow_wt(self.conn.pmtu).saturating_mul(pos)));
-                }
-                Err(_) => {
-                    self.w.stats.setup_errors += 1;
-                    return Ok(false);
-                }
-            }
+        if !self.hw_flow_ready()? {
+            return Ok(false);
         }
         let (vaddr, mr) = match self.rsp.ack.get(i) {
             Some(a) => (a.vaddr, a.mr),
@@ -204,6 +184,44 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
                 Ok(false)
             }
         }
+    }
+
+    /// The hardware flow for the next segment: at a sync point (the flow
+    /// PSN space spent) once every allocated segment is in, the flow is
+    /// released for a fresh one; held entries come back; a QP without a
+    /// flow sets one up. `Ok(true)` the QP has its flow, `Ok(false)` stop
+    /// without waiting, `Err` queued for a flow with the wait. Kernel:
+    /// the sync-point and `hfi1_kern_setup_hw_flow()` steps of
+    /// `hfi1_tid_write_alloc_resources()`.
+    ///
+    /// # Locking
+    ///
+    /// The QP's `s_lock` held; takes `exp_lock` through `tid-flow`.
+    fn hw_flow_ready(&mut self) -> Result<bool, Wait> {
+        if self.w.sync_pt {
+            if self.w.alloc_w_segs > 0 {
+                return Ok(false);
+            }
+            clear_hw_flow(self.rcd, self.qp, self.locked.again());
+            self.w.sync_pt = false;
+            self.w.flags.remove(TidFlags::R_TID_SW_PSN);
+            self.release_held();
+        }
+        self.drain_held();
+        if self.locked.flow.index.is_none() {
+            match setup_hw_flow(self.rcd, self.qp, self.locked.again()) {
+                Ok(()) => {}
+                Err(FlowError::Again) => {
+                    let pos = self.position();
+                    return Err(Wait(flow_wt(self.conn.pmtu).saturating_mul(pos)));
+                }
+                Err(_) => {
+                    self.w.stats.setup_errors += 1;
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
     }
 
     /// The QP's position on the queue it waits on (1 at the head).
