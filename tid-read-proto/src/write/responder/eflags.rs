@@ -17,15 +17,17 @@
 //! (`tid-sim/tests/write_faults.rs`:
 //! `a_duplicate_ending_an_rnr_episode_rnr_naks_again_while_tids_are_short`).
 
-use hfi1_hal::FlowPsn;
 use hfi1_hal::flags::TidFlags;
+use hfi1_hal::lock_order::{LockToken, SLock};
 use hfi1_hal::platform::FlowTable;
+use hfi1_hal::{FlowIndex, FlowPsn};
+use tid_flow::{FlowPlatform, FlowRecord, RcvCtxt};
 
 use super::{DataVerdict, Env, RecvPath};
 use crate::requester::KdethError;
 use crate::write::WriteRegions;
 
-impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
+impl<P: FlowPlatform> Env<'_, '_, P> {
     /// Receives a WRITE_DATA (`last_of_request`: a WRITE_DATA_LAST) with
     /// flow PSN `psn` that the chip delivered with `error`. Kernel: the TID
     /// WRITE half of `hfi1_handle_kdeth_eflags()`, and
@@ -77,8 +79,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             // First error of the episode: from where the chip stands.
             self.w.flags.insert(TidFlags::R_TID_SW_PSN);
             if let Some(idx) = f.idx {
-                let es = self.rcd.exp_lock.lock(self.locked.token);
-                f.psns.r_next_psn = es.chip.read_flow(idx).next_psn();
+                f.psns.r_next_psn = chip_next_psn(self.rcd, self.locked.token, idx);
             }
             let expected = f.psns.r_next_psn;
             self.w.r_next_psn_kdeth = expected;
@@ -87,16 +88,9 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         // The chip placed in-sequence packets since, without telling
         // software: the packet the last NAK asked for came, and that
         // episode is over.
-        if let Some(idx) = f.idx {
-            let es = self.rcd.exp_lock.lock(self.locked.token);
-            let chip = es.chip.read_flow(idx).next_psn();
-            drop(es);
-            let same_gen = chip.generation() == f.psns.r_next_psn.generation();
-            if same_gen && chip.as_psn().delta(f.psns.r_next_psn.as_psn()) > 0 {
-                f.psns.r_next_psn = chip;
-                self.w.r_next_psn_kdeth = chip;
-                self.w.tid_nak = None;
-            }
+        if follow_chip(self.rcd, self.locked.token, f) {
+            self.w.r_next_psn_kdeth = f.psns.r_next_psn;
+            self.w.tid_nak = None;
         }
         let diff = psn.as_psn().delta(f.psns.r_next_psn.as_psn());
         if diff > 0 {
@@ -127,4 +121,44 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         }
         DataVerdict::Nak
     }
+}
+
+/// The flow PSN the chip expects next on hardware flow `idx`, from its
+/// flow register.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`token`); takes `exp_lock`.
+fn chip_next_psn<P: FlowPlatform>(
+    rcd: &RcvCtxt<P>,
+    token: &mut LockToken<'_, SLock>,
+    idx: FlowIndex,
+) -> FlowPsn {
+    let es = rcd.exp_lock.lock(token);
+    es.chip.read_flow(idx).next_psn()
+}
+
+/// With software checking on, software's expected PSN for flow `f`
+/// follows the chip's if the chip is ahead in the same generation (it
+/// placed the resend the last TID NAK asked for without telling
+/// software). True if it moved.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`token`); takes `exp_lock`.
+fn follow_chip<P: FlowPlatform>(
+    rcd: &RcvCtxt<P>,
+    token: &mut LockToken<'_, SLock>,
+    f: &mut FlowRecord,
+) -> bool {
+    let Some(idx) = f.idx else {
+        return false;
+    };
+    let chip = chip_next_psn(rcd, token, idx);
+    let same_gen = chip.generation() == f.psns.r_next_psn.generation();
+    if same_gen && chip.as_psn().delta(f.psns.r_next_psn.as_psn()) > 0 {
+        f.psns.r_next_psn = chip;
+        return true;
+    }
+    false
 }
