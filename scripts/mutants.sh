@@ -8,7 +8,7 @@
 #
 #   scripts/mutants.sh                                  # every crate below
 #   scripts/mutants.sh 'tid-alloc:src/pageset.rs,src/pageset/**'
-#   scripts/mutants.sh 'hfi1-hal:src/fields.rs,src/psn.rs'   # about 3 min
+#   scripts/mutants.sh 'hfi1-hal:src/fields/**,src/psn.rs'   # about 3 min
 #   scripts/mutants.sh --summary                        # the README table only
 #
 # Each unit keeps cargo-mutants' mutants.out under
