@@ -74,6 +74,23 @@ fn wire_err(e: wire::Error) -> PacketError {
     PacketError::Wire(e)
 }
 
+/// The verbs QP a packet of the WRITE family is for: the one a TID
+/// WRITE_REQ's, WRITE_DATA's or RESYNC's header names; for a plain RDMA
+/// WRITE, the BTH's destination.
+fn write_verbs_qp(f: &frame::Frame<'_>) -> wire::Result<u32> {
+    match f.bth.opcode {
+        OP_TID_RDMA_WRITE_REQ => write_req::Packet::new_checked(f.body)
+            .and_then(|v| write_req::Repr::parse(&v))
+            .map(|h| h.verbs_qp),
+        OP_TID_RDMA_WRITE_DATA | OP_TID_RDMA_WRITE_DATA_LAST | OP_TID_RDMA_RESYNC => {
+            write_data::Packet::new_checked(f.body)
+                .and_then(|v| write_data::Repr::parse(&v))
+                .map(|h| h.verbs_qp)
+        }
+        _ => Ok(f.bth.dest_qp),
+    }
+}
+
 impl<P: Node> TwoNodes<P>
 where
     P::Sched: TidScheduler<P::Ref>,
@@ -194,18 +211,7 @@ where
             Err(e) => return AtResponder::Unparsable(wire_err(e)),
         };
         let op = f.bth.opcode;
-        let verbs_qp = match op {
-            OP_TID_RDMA_WRITE_REQ => write_req::Packet::new_checked(f.body)
-                .and_then(|v| write_req::Repr::parse(&v))
-                .map(|h| h.verbs_qp),
-            OP_TID_RDMA_WRITE_DATA | OP_TID_RDMA_WRITE_DATA_LAST | OP_TID_RDMA_RESYNC => {
-                write_data::Packet::new_checked(f.body)
-                    .and_then(|v| write_data::Repr::parse(&v))
-                    .map(|h| h.verbs_qp)
-            }
-            _ => Ok(f.bth.dest_qp),
-        };
-        let i = match verbs_qp {
+        let i = match write_verbs_qp(&f) {
             Ok(q) => q.wrapping_sub(RESPONDER.qpn) as usize,
             Err(e) => return AtResponder::Unparsable(wire_err(e)),
         };
