@@ -122,7 +122,7 @@ fn replay(open: bool) -> usize {
 ///   (`tid_rdma_rcv_error()`); they failed with the pointer rewound as
 ///   the driver rewinds it before the engines ran the kernel's whole rule.
 /// - `read_pair/ack-queue-full-after-stale-duplicates`: the shared finding
-///   `read_pair-ack-queue-after-restart` (issue 13, item 19). With the
+///   `read_pair-ack-queue-after-restart` (`../shared/fuzz-findings/`). With the
 ///   engines as the kernel runs them this schedule no longer reaches the
 ///   full ack queue (it completes every READ); the kernel's refusal it
 ///   found is pinned by `engine_responder`'s
@@ -137,7 +137,7 @@ fn replay(open: bool) -> usize {
 ///   register read for dropped packets too
 ///   (`hfi1_rc_rcv_tid_rdma_read_resp()`).
 /// - `requester_rx/livelock-after-drain`: the shared finding of that name
-///   (issue 13); with the engines as the kernel runs them (PSNs at WQE
+///   (`../shared/fuzz-findings/`); with the engines as the kernel runs them (PSNs at WQE
 ///   start, 6.1's completion rule) it no longer loops, budget or not.
 /// - `requester_rx/retry-budget-ends-a-livelock`: the retry budget
 ///   (`hfi1_restart_rc()`): with `spend_retry` always succeeding the
@@ -161,6 +161,10 @@ fn replay(open: bool) -> usize {
 ///   with a NAK AETH puts `s_last_psn` inside the segment, the restart
 ///   asks for part of it, which the responder ignores, and with 6.1's
 ///   rule (timers stopped) the drain is stuck with no timer armed.
+/// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
+///   READ of 3.9 GB (the fuzz world's READ region,
+///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it
+///   was served for 320,003 packets, see `tests/fuzz_region.rs`).
 #[test]
 fn fuzz_regressions() {
     replay(false);

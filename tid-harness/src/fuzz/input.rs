@@ -88,9 +88,19 @@ pub fn read_setup(inp: &mut Input<'_>) -> Setup {
         seed: u64::from(a >> 7) | u64::from(b) << 1,
         tid_read_min: FUZZ_TID_READ_MIN,
         retry_cnt: 7,
+        region_len: FUZZ_REGION_LEN,
         ..Setup::default()
     }
 }
+
+/// Bytes of each responder QP's READ region in the fuzz world: room for
+/// every READ a QP posts over an input (checked at compile time in the
+/// fuzz module), and small enough that a forged READ_REQ or RDMA READ
+/// whose length was mutated into gigabytes falls outside it and is NAKed
+/// at once, as the kernel's rkey check does for a region of this size.
+/// With a 4 GiB region such a request was served packet by packet and
+/// one input ran for seconds.
+pub const FUZZ_REGION_LEN: u64 = 1 << 20;
 
 /// The smallest READ the fuzz world makes a TID READ: two pages (the
 /// kernel's 256 KiB would need 64 packets per segment, too many for the

@@ -55,8 +55,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use hfi1_hal::Psn;
+use hfi1_hal::consts::PAGE_SIZE;
 
-pub use input::{FUZZ_TID_READ_MIN, Input, describe, mutated, pick, read_setup};
+pub use input::{FUZZ_REGION_LEN, FUZZ_TID_READ_MIN, Input, describe, mutated, pick, read_setup};
 pub use write::write_setup;
 
 use crate::platform::SoftPlatform;
@@ -120,6 +121,9 @@ const MAX_POSTS: u32 = 6;
 /// Most pages of one request (few: every page is a 4 KiB packet whose
 /// ICRC the parser computes, and the CI smoke must stay short).
 const MAX_PAGES: u8 = 4;
+// Every READ a QP posts over an input fits in its region.
+const _: () = assert!(MAX_POSTS as u64 * MAX_PAGES as u64 * PAGE_SIZE as u64 <= FUZZ_REGION_LEN);
+
 /// Packets remembered per direction for stale replays and mutation.
 const HISTORY: usize = 64;
 /// Steps of the fault-free drain before the input is declared stuck.

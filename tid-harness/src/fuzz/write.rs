@@ -55,6 +55,7 @@ pub fn write_setup(inp: &mut Input<'_>) -> Setup {
         tid_read_min: FUZZ_TID_READ_MIN,
         retry_cnt: 7,
         write_region_len: WRITE_REGION,
+        region_len: super::FUZZ_REGION_LEN,
         ..Setup::default()
     }
 }
