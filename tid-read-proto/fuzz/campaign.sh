@@ -111,15 +111,22 @@ parse_log() {
     echo "ft=${ft:-0}"
 }
 
+# Findings libFuzzer kept for target $1. A slow unit is no finding: the
+# time it reports includes the machine's load (the nice -n 19 below), so
+# those are counted apart (count_artifacts T slow) and rerun by hand.
 count_artifacts() {
     local d="$FUZZ_DIR/artifacts/$1"
     [ -d "$d" ] || { echo 0; return; }
-    find "$d" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
-        -o -name 'oom-*' -o -name 'slow-unit-*' \) | wc -l
+    if [ "${2:-}" = slow ]; then
+        find "$d" -maxdepth 1 -type f -name 'slow-unit-*' | wc -l
+    else
+        find "$d" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' \
+            -o -name 'oom-*' \) | wc -l
+    fi
 }
 
 run_target() {
-    local t=$1 out flags budget scratch before after rc start seconds
+    local t=$1 out flags budget scratch before after slow_before slow_after rc start seconds
     out="$RESULTS/$t"
     mkdir -p "$out" "corpus/$t"
     read -r -a flags <<<"$(build_flags "$t")"
@@ -140,6 +147,7 @@ run_target() {
     fi
     local inputs=("$scratch" "corpus/$t")
     before=$(count_artifacts "$t")
+    slow_before=$(count_artifacts "$t" slow)
     echo "campaign.sh: $t: ${budget[*]} (build ${flags[*]})"
     start=$(date +%s)
     rc=0
@@ -149,6 +157,7 @@ run_target() {
         -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 >"$out/fuzz.log" 2>&1 || rc=$?
     seconds=$(($(date +%s) - start))
     after=$(count_artifacts "$t")
+    slow_after=$(count_artifacts "$t" slow)
     # Minimise the kept corpus and what this run added.
     local merged="$out/merged"
     rm -rf "$merged"
@@ -169,6 +178,7 @@ run_target() {
         echo "corpus_files=$files"
         echo "corpus_bytes=$bytes"
         echo "crashes=$((after - before))"
+        echo "slow_units=$((slow_after - slow_before))"
         echo "exit=$rc"
         echo "seconds=$seconds"
         echo "load=$load0 -> $(cut -d' ' -f1 /proc/loadavg)"
