@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! Benchmarks of the hardware-flow bitmap (`tid_flow::HwFlows`).
 //!
-//! Group `flow`, on one context's flow state (every flow free, generation
-//! 1) and a sim flow table with its call log off:
+//! Group `flow`, on one context's flow state (every flow free, at
+//! generation 1) and a flow table that stores every register write
+//! (`benches::ArrayFlows`, as the C reference's `write_csr`; the software
+//! chip's own flow table adds its call-log test, see `instr.rs`'s
+//! `flow/reserve_setup_release_sim`). As in `c-ref/driver.c`, the flow
+//! asked for is a constant and what each op returns is kept.
+//!
 //! - `reserve_release`: `reserve(None)` (lowest free flow) then `release`;
 //!   the C counterpart is `kern_reserve_flow` + `clear_bit`.
 //! - `reserve_setup_release`: `reserve(Some(7))`, `setup` (writes the flow
@@ -15,21 +20,20 @@
 
 use std::hint::black_box;
 
+use benches::ArrayFlows;
 use criterion::{Criterion, criterion_group, criterion_main};
-use hfi1_hal::sim::SimContext;
 use hfi1_hal::{FlowIndex, Generation};
 use tid_flow::HwFlows;
 
 fn flow(c: &mut Criterion) {
     let mut g = c.benchmark_group("flow");
     let mut flows = HwFlows::with_generations([Generation::masked(1); 32]);
-    let mut chip = SimContext::new(0, 8);
-    chip.set_logging(false);
+    let mut chip = ArrayFlows::default();
     let seven = FlowIndex::new(7);
 
     g.bench_function("reserve_release", |b| {
         b.iter(|| {
-            if let Ok(f) = flows.reserve(black_box(None)) {
+            if let Ok(f) = flows.reserve(None) {
                 flows.release(black_box(f));
             }
         })
@@ -37,7 +41,7 @@ fn flow(c: &mut Criterion) {
 
     g.bench_function("reserve_setup_release", |b| {
         b.iter(|| {
-            if let Ok(f) = flows.reserve(black_box(seven)) {
+            if let Ok(f) = flows.reserve(seven) {
                 black_box(flows.setup(&mut chip, f));
                 flows.clear(&mut chip, f);
                 flows.release(f);

@@ -22,9 +22,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use hfi1_hal::lock_order::NewRawSpinLock;
+use hfi1_hal::platform::FlowTable;
 use hfi1_hal::services::{DmaError, DmaMap};
 use hfi1_hal::sim::{SimAllocator, SimContext, SimRandom, SimScheduler};
-use hfi1_hal::{RcvArray, RcvType};
+use hfi1_hal::{FlowIndex, FlowTableReg, RcvArray, RcvType};
 use qp_wait::{DevCounters, WaitPlatform};
 use tid_flow::{CtxtParts, FlowPlatform, RcvCtxt};
 
@@ -151,5 +152,35 @@ impl RcvArray for ArrayRcv {
 
     fn wc_fill(&mut self, _rcventry: u32) {
         self.fills += 1;
+    }
+}
+
+/// A flow table that keeps what it is told: one word per flow, every
+/// `write_flow` stored, as the C reference's `write_csr` stores into an
+/// array (`c-ref/hw.c`). The flow benchmarks use it so both sides do the
+/// same work per register write; the software chip (`SimContext`) adds
+/// its call-log test and the building of the log record, which the
+/// `flow/reserve_setup_release_sim` op measures.
+#[derive(Debug, Default)]
+pub struct ArrayFlows {
+    /// One register per hardware flow.
+    pub regs: [u64; 32],
+}
+
+impl FlowTable for ArrayFlows {
+    #[inline]
+    fn write_flow(&mut self, flow: FlowIndex, value: FlowTableReg) {
+        if let Some(r) = self.regs.get_mut(flow.as_usize()) {
+            // Volatile, as the C's `csr_space` is: the register write of
+            // `setup` is followed by the one of `clear` with no read in
+            // between, and a plain store would be dropped as dead.
+            // SAFETY: `r` is a live, aligned, exclusive reference.
+            unsafe { core::ptr::write_volatile(r, value.raw()) };
+        }
+    }
+
+    #[inline]
+    fn read_flow(&self, flow: FlowIndex) -> FlowTableReg {
+        FlowTableReg::from_raw(self.regs.get(flow.as_usize()).copied().unwrap_or(0))
     }
 }

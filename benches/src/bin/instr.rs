@@ -13,7 +13,8 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
-use benches::{ArrayRcv, contiguous, mixed, scattered};
+use benches::{ArrayFlows, ArrayRcv, contiguous, mixed, scattered};
+use hfi1_hal::platform::FlowTable;
 use hfi1_hal::sim::SimContext;
 use hfi1_hal::{FlowIndex, Generation};
 use tid_alloc::{
@@ -24,7 +25,7 @@ use tid_flow::HwFlows;
 
 /// Every op name, in the order `instr.sh` reports them (the
 /// `read_segment` ops have no C counterpart: the C is the whole driver).
-const OPS: [&str; 14] = [
+const OPS: [&str; 15] = [
     "find_phys_blocks/4k/contiguous",
     "find_phys_blocks/4k/scattered",
     "find_phys_blocks/4k/mixed",
@@ -37,6 +38,7 @@ const OPS: [&str; 14] = [
     "tid_cycle/scattered/8192",
     "flow/reserve_release",
     "flow/reserve_setup_release",
+    "flow/reserve_setup_release_sim",
     "read_segment/scattered",
     "read_segment/contiguous",
 ];
@@ -85,19 +87,33 @@ fn tid_cycle(pages: &[u64], pmtu: u32, n: u64) -> Option<()> {
     Some(())
 }
 
-fn flow(with_setup: bool, n: u64) -> Option<()> {
+/// The flow ops on `chip`: [`ArrayFlows`] (what the C's `write_csr`
+/// does) or the software chip with its call log off.
+fn flow(with_setup: bool, sim: bool, n: u64) -> Option<()> {
+    if sim {
+        let mut chip = SimContext::new(0, 8);
+        chip.set_logging(false);
+        flow_on(&mut chip, with_setup, n)
+    } else {
+        flow_on(&mut ArrayFlows::default(), with_setup, n)
+    }
+}
+
+/// The flow ops, as `c-ref/driver.c` runs them: the flow asked for is a
+/// constant (the C's `kern_reserve_flow(rcd, 7)` and `(rcd, -1)`, which
+/// gcc specialises), and what each op returns is kept (the C returns the
+/// flow number to its loop, and keeps the generation `setup` returns).
+fn flow_on(chip: &mut impl FlowTable, with_setup: bool, n: u64) -> Option<()> {
     let mut flows = HwFlows::with_generations([Generation::masked(1); 32]);
-    let mut chip = SimContext::new(0, 8);
-    chip.set_logging(false);
     let seven = FlowIndex::new(7);
     for _ in 0..n {
         if with_setup {
-            if let Ok(f) = flows.reserve(black_box(seven)) {
-                black_box(flows.setup(&mut chip, f));
-                flows.clear(&mut chip, f);
+            if let Ok(f) = flows.reserve(seven) {
+                black_box(flows.setup(chip, f));
+                flows.clear(chip, f);
                 flows.release(f);
             }
-        } else if let Ok(f) = flows.reserve(black_box(None)) {
+        } else if let Ok(f) = flows.reserve(None) {
             flows.release(black_box(f));
         }
     }
@@ -122,8 +138,9 @@ fn run(op: &str, n: u64) -> Option<()> {
     match parts.as_slice() {
         ["find_phys_blocks", variant, input] => find(variant, &pages_of(input)?, n),
         ["tid_cycle", input, pmtu] => tid_cycle(&pages_of(input)?, pmtu.parse().ok()?, n),
-        ["flow", "reserve_release"] => flow(false, n),
-        ["flow", "reserve_setup_release"] => flow(true, n),
+        ["flow", "reserve_release"] => flow(false, false, n),
+        ["flow", "reserve_setup_release"] => flow(true, false, n),
+        ["flow", "reserve_setup_release_sim"] => flow(true, true, n),
         ["read_segment", "scattered"] => read_segment(true, n),
         ["read_segment", "contiguous"] => read_segment(false, n),
         _ => None,
