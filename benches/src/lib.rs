@@ -121,12 +121,15 @@ pub fn inputs() -> [(&'static str, Vec<u64>); 3] {
     ]
 }
 
+/// Entries of [`ArrayRcv`]: 16 groups of 8.
+pub const ARRAY_RCV_ENTRIES: usize = 128;
+
 /// A 16-group RcvArray that keeps what it is told: every `put_tid` stores
 /// `pa | order` (0 for INVALID), every `wc_fill` is counted, so no call can
 /// be optimised away.
 pub struct ArrayRcv {
     /// One word per RcvArray entry.
-    pub entries: [u64; 128],
+    pub entries: [u64; ARRAY_RCV_ENTRIES],
     /// `wc_fill` calls seen.
     pub fills: u64,
 }
@@ -134,7 +137,7 @@ pub struct ArrayRcv {
 impl Default for ArrayRcv {
     fn default() -> Self {
         Self {
-            entries: [0; 128],
+            entries: [0; ARRAY_RCV_ENTRIES],
             fills: 0,
         }
     }
@@ -142,7 +145,10 @@ impl Default for ArrayRcv {
 
 impl RcvArray for ArrayRcv {
     fn put_tid(&mut self, rcventry: u32, ty: RcvType, pa: u64, order: u8) {
-        if let Some(e) = self.entries.get_mut(rcventry as usize) {
+        // The index is masked into the array, as the C's `writeq` to
+        // `rcvarray_wc + 8 * index` has no bound check either (the mask
+        // is one instruction, a check two and a branch).
+        if let Some(e) = self.entries.get_mut(rcventry as usize % ARRAY_RCV_ENTRIES) {
             *e = match ty {
                 RcvType::Expected => pa | u64::from(order),
                 RcvType::Invalid => 0,
