@@ -58,18 +58,64 @@ impl PacketShape {
 }
 
 /// Where one group's RcvArray pairs are: the absolute index of its first
-/// entry and the pair index (relative to the expected base) of its first
-/// pair.
+/// entry, and its first pair's index (relative to the expected base)
+/// already in place as the IDX field of a TID entry.
 #[derive(Debug, Clone, Copy)]
 struct GroupPairs {
     abs_base: u32,
-    pair_base: u32,
+    /// IDX of the group's first pair, shifted into place.
+    idx_word: u32,
+    /// LEN bits kept: all 11, or none for a group whose pairs would not
+    /// fit the IDX field.
+    len_mask: u32,
 }
 
+/// First bit of a TID entry's IDX field.
+const IDX_SHIFT: u32 = 22;
+/// First bit of a TID entry's CTRL field.
+const CTRL_SHIFT: u32 = 20;
+/// The LEN field (bits 0..=10).
+const LEN_MASK: u32 = 0x7FF;
+/// The largest pair index a group's first pair can have: its four pairs
+/// then end at 1023, the last the 10-bit IDX field holds.
+const LAST_GROUP_PAIR: u32 = 1023 - 3;
+
+const _: () = {
+    let e = match TidEntry::new(LAST_GROUP_PAIR + 3, TidCtrl::Pair, LEN_MASK) {
+        Ok(e) => e,
+        Err(_) => panic!("the last pair and the largest LEN fit"),
+    };
+    assert!(e.raw() == (LAST_GROUP_PAIR + 3) << IDX_SHIFT | 3 << CTRL_SHIFT | LEN_MASK);
+};
+
 impl GroupPairs {
+    /// The pairs of the group whose first entry is `abs_base`, with the
+    /// context's entries starting at `expected_base`. The IDX field is
+    /// checked here, once per group; a group whose pairs it cannot name
+    /// (no store hands one out: at most 256 groups) gets entries with LEN
+    /// 0, which the peer rejects, rather than entries naming other pairs.
+    #[inline(always)]
+    fn new(abs_base: u32, expected_base: u32) -> Self {
+        // Groups start at a multiple of 8 from the expected base, so the
+        // pair index of pair `p` is `rel_base / 2 + p`.
+        let pair_base = abs_base.wrapping_sub(expected_base) >> 1;
+        let fits = pair_base <= LAST_GROUP_PAIR;
+        Self {
+            abs_base,
+            idx_word: if fits { pair_base << IDX_SHIFT } else { 0 },
+            len_mask: if fits { LEN_MASK } else { 0 },
+        }
+    }
+
     /// Appends the TID entry of pair `p` (CTRL, pages); returns its
     /// packets (added to the sink once per group). Kernel: the
     /// `EXP_TID_SET(IDX | CTRL | LEN)` of `kern_program_rcv_group()`.
+    ///
+    /// The word is packed here without [`TidEntry::new`]'s field checks:
+    /// IDX was checked for the group in [`Self::new`] (p < 4), and
+    /// `pages` is at most 1024 (two sets of at most 512, checked by
+    /// `check_sets` before anything is programmed), so LEN fits its 11
+    /// bits; the mask keeps even a wrong count from reaching other fields.
     #[inline(always)]
     fn push_entry(
         self,
@@ -79,13 +125,10 @@ impl GroupPairs {
         shape: PacketShape,
         out: &mut (impl ProgramSink + ?Sized),
     ) -> u32 {
-        let idx = self.pair_base.wrapping_add(u32::from(p));
-        // Cannot fail: idx < 1024 (at most 256 groups) and pages <= 1024
-        // (two sets of at most 512, checked by `check_sets`). Should it,
-        // the entry would read LEN 0, which the peer rejects, rather than
-        // name other entries.
-        let entry = TidEntry::new(idx, ctrl, pages).unwrap_or(TidEntry::from_raw(0));
-        out.push_entry(entry);
+        let raw = self.idx_word.wrapping_add(u32::from(p) << IDX_SHIFT)
+            | ctrl.bits() << CTRL_SHIFT
+            | (pages & self.len_mask);
+        out.push_entry(TidEntry::from_raw(raw));
         shape.packets(pages)
     }
 
@@ -336,13 +379,7 @@ fn program_nodes<G, N, C, O>(
     let expected_base = groups.expected_base();
     for i in 0..nodes.len() {
         let Some(node) = nodes.node(i) else { break };
-        let abs_base = groups.base(node.group);
-        let group = GroupPairs {
-            abs_base,
-            // Groups start at a multiple of 8 from the expected base, so
-            // the pair index of pair `p` is `rel_base / 2 + p`.
-            pair_base: abs_base.wrapping_sub(expected_base) >> 1,
-        };
+        let group = GroupPairs::new(groups.base(node.group), expected_base);
         program_node(rcv, &node, group, &mut sets, shape, out);
         take_entries(groups, &node);
     }
@@ -440,5 +477,66 @@ where
             }
         }
         groups.release_entries(g, node.cnt, taken);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink that keeps only the entries.
+    #[derive(Default)]
+    struct Entries(Vec<TidEntry>);
+
+    impl ProgramSink for Entries {
+        fn reset(&mut self) {
+            self.0.clear();
+        }
+
+        fn push_entry(&mut self, entry: TidEntry) {
+            self.0.push(entry);
+        }
+
+        fn add_packets(&mut self, _n: u32) {}
+    }
+
+    /// The packed word is the checked constructor's, for every pair of
+    /// every group the IDX field can name and every LEN two sets give.
+    #[test]
+    fn packed_entries_are_the_checked_constructors() {
+        let shape = PacketShape::new(4096).unwrap();
+        let mut out = Entries::default();
+        for expected_base in [0u32, 8, 4096] {
+            for pair_base in (0..=LAST_GROUP_PAIR).step_by(4) {
+                let g = GroupPairs::new(expected_base + 2 * pair_base, expected_base);
+                for p in 0..4u8 {
+                    for ctrl in [TidCtrl::Even, TidCtrl::Odd, TidCtrl::Pair] {
+                        for pages in [0u32, 1, 2, 3, 512, 513, 1024] {
+                            out.reset();
+                            g.push_entry(p, ctrl, pages, shape, &mut out);
+                            let want = TidEntry::new(pair_base + u32::from(p), ctrl, pages);
+                            assert_eq!(Ok(out.0[0]), want, "pair {pair_base}+{p} len {pages}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A group whose pairs the 10-bit IDX field cannot name (a store
+    /// handing out a base past the 256th group) gets LEN 0 entries, which
+    /// the peer rejects, never entries naming other pairs.
+    #[test]
+    fn a_group_past_the_idx_field_gets_len_0_entries() {
+        let shape = PacketShape::new(4096).unwrap();
+        let mut out = Entries::default();
+        for pair_base in [LAST_GROUP_PAIR + 1, LAST_GROUP_PAIR + 4, 1024, 4096] {
+            let g = GroupPairs::new(2 * pair_base, 0);
+            for p in 0..4u8 {
+                g.push_entry(p, TidCtrl::Pair, 2, shape, &mut out);
+            }
+        }
+        assert_eq!(out.0.len(), 16);
+        assert!(out.0.iter().all(|e| e.is_empty()), "{:?}", out.0);
     }
 }

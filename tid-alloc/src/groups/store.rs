@@ -286,16 +286,19 @@ impl PageSetSource for [PageSet] {
 }
 
 impl ProgramSink for Programmed {
+    #[inline]
     fn reset(&mut self) {
         self.tid_entries.clear();
         self.npkts = 0;
     }
 
+    #[inline]
     fn push_entry(&mut self, entry: TidEntry) {
         // Cannot fail: at most one TID entry per page set.
         let _ = self.tid_entries.try_push(entry);
     }
 
+    #[inline]
     fn add_packets(&mut self, n: u32) {
         self.npkts = self.npkts.wrapping_add(n);
     }
