@@ -124,40 +124,64 @@ pub fn inputs() -> [(&'static str, Vec<u64>); 3] {
 /// Entries of [`ArrayRcv`]: 16 groups of 8.
 pub const ARRAY_RCV_ENTRIES: usize = 128;
 
-/// A 16-group RcvArray that keeps what it is told: every `put_tid` stores
-/// `pa | order` (0 for INVALID), every `wc_fill` is counted, so no call can
-/// be optimised away.
+/// RcvArray register bits, as the driver's `hfi1_put_tid()` builds them
+/// (`chip_registers.h`): write enable, buffer size (the order), and the
+/// buffer's page number.
+const RT_WRITE_ENABLE: u64 = 1 << 63;
+const RT_BUF_SIZE_SHIFT: u32 = 36;
+const RT_ADDR_MASK: u64 = 0xF_FFFF_FFFF;
+
+/// A 16-group RcvArray that does what the C reference's does with each
+/// call (`c-ref`: the driver's `hfi1_put_tid()` and `rcv_array_wc_fill()`
+/// over a plain array): `put_tid` builds the chip's register word and
+/// stores it, `wc_fill` stores 0 into the entry. The stores are volatile,
+/// as the C's `writeq`s are, so none is dropped as dead (programming
+/// writes an entry that unprogramming writes again).
+///
+/// Left out against the C: its out-of-line call of `hfi1_put_tid`, its
+/// device-present and type tests, the tracepoint NOPs and the
+/// every-fourth-entry flush test (an empty `flush_wc` in the shim).
 pub struct ArrayRcv {
-    /// One word per RcvArray entry.
+    /// One register per RcvArray entry.
     pub entries: [u64; ARRAY_RCV_ENTRIES],
-    /// `wc_fill` calls seen.
-    pub fills: u64,
 }
 
 impl Default for ArrayRcv {
     fn default() -> Self {
         Self {
             entries: [0; ARRAY_RCV_ENTRIES],
-            fills: 0,
+        }
+    }
+}
+
+impl ArrayRcv {
+    /// Stores `reg` into entry `rcventry`. The index is masked into the
+    /// array, as the C's `writeq` to `rcvarray_wc + 8 * index` has no
+    /// bound check either.
+    #[inline(always)]
+    fn write(&mut self, rcventry: u32, reg: u64) {
+        if let Some(e) = self.entries.get_mut(rcventry as usize % ARRAY_RCV_ENTRIES) {
+            // SAFETY: `e` is a live, aligned, exclusive reference.
+            unsafe { core::ptr::write_volatile(e, reg) };
         }
     }
 }
 
 impl RcvArray for ArrayRcv {
     fn put_tid(&mut self, rcventry: u32, ty: RcvType, pa: u64, order: u8) {
-        // The index is masked into the array, as the C's `writeq` to
-        // `rcvarray_wc + 8 * index` has no bound check either (the mask
-        // is one instruction, a check two and a branch).
-        if let Some(e) = self.entries.get_mut(rcventry as usize % ARRAY_RCV_ENTRIES) {
-            *e = match ty {
-                RcvType::Expected => pa | u64::from(order),
-                RcvType::Invalid => 0,
-            };
-        }
+        let reg = match ty {
+            RcvType::Expected => {
+                RT_WRITE_ENABLE
+                    | u64::from(order) << RT_BUF_SIZE_SHIFT
+                    | (pa >> PAGE.trailing_zeros()) & RT_ADDR_MASK
+            }
+            RcvType::Invalid => RT_WRITE_ENABLE,
+        };
+        self.write(rcventry, reg);
     }
 
-    fn wc_fill(&mut self, _rcventry: u32) {
-        self.fills += 1;
+    fn wc_fill(&mut self, rcventry: u32) {
+        self.write(rcventry, 0);
     }
 }
 
