@@ -107,8 +107,7 @@ impl GroupPairs {
         }
     }
 
-    /// Appends the TID entry of pair `p` (CTRL, pages); returns its
-    /// packets (added to the sink once per group). Kernel: the
+    /// The TID entry of pair `p` (CTRL, pages). Kernel: the
     /// `EXP_TID_SET(IDX | CTRL | LEN)` of `kern_program_rcv_group()`.
     ///
     /// The word is packed here without [`TidEntry::new`]'s field checks:
@@ -116,6 +115,16 @@ impl GroupPairs {
     /// `pages` is at most 1024 (two sets of at most 512, checked by
     /// `check_sets` before anything is programmed), so LEN fits its 11
     /// bits; the mask keeps even a wrong count from reaching other fields.
+    #[inline(always)]
+    fn entry(self, p: u8, ctrl: TidCtrl, pages: u32) -> TidEntry {
+        let raw = self.idx_word.wrapping_add(u32::from(p) << IDX_SHIFT)
+            | ctrl.bits() << CTRL_SHIFT
+            | (pages & self.len_mask);
+        TidEntry::from_raw(raw)
+    }
+
+    /// Appends the TID entry of pair `p` (CTRL, pages); returns its
+    /// packets (added to the sink once per group).
     #[inline(always)]
     fn push_entry(
         self,
@@ -125,11 +134,38 @@ impl GroupPairs {
         shape: PacketShape,
         out: &mut (impl ProgramSink + ?Sized),
     ) -> u32 {
-        let raw = self.idx_word.wrapping_add(u32::from(p) << IDX_SHIFT)
-            | ctrl.bits() << CTRL_SHIFT
-            | (pages & self.len_mask);
-        out.push_entry(TidEntry::from_raw(raw));
+        out.push_entry(self.entry(p, ctrl, pages));
         shape.packets(pages)
+    }
+
+    /// Programs a whole free group with its eight sets: four pairs, four
+    /// TID entries pushed together; returns the group's packets.
+    #[inline(always)]
+    fn put_whole(
+        self,
+        rcv: &mut impl RcvArray,
+        chunk: &[PageSet; TID_GROUP_SIZE],
+        shape: PacketShape,
+        out: &mut (impl ProgramSink + ?Sized),
+    ) -> u32 {
+        let mut entries = [TidEntry::from_raw(0); 4];
+        let mut npkts = 0u32;
+        for ((p, pair), e) in (0u8..).zip(chunk.chunks_exact(2)).zip(&mut entries) {
+            let [a, b] = pair else { continue };
+            let even = self.abs_base.wrapping_add(2 * u32::from(p));
+            put_set(rcv, even, a);
+            put_set(rcv, even.wrapping_add(1), b);
+            let ctrl = if b.is_filler() {
+                TidCtrl::Even
+            } else {
+                TidCtrl::Pair
+            };
+            let pages = u32::from(a.count).wrapping_add(u32::from(b.count));
+            *e = self.entry(p, ctrl, pages);
+            npkts = npkts.wrapping_add(shape.packets(pages));
+        }
+        out.push_group(entries);
+        npkts
     }
 
     /// Programs both entries of pair `p` with `a` and `b` (a filler in the
@@ -405,14 +441,7 @@ fn program_node<C, O>(
     // Fast path, the common case: a whole free group takes eight sets as
     // four pairs.
     if taken == TID_GROUP_FULL_MAP {
-        let whole = sets.with_whole(|chunk| {
-            (0u8..)
-                .zip(chunk.chunks_exact(2))
-                .fold(0u32, |n, (p, pair)| match pair {
-                    [a, b] => n.wrapping_add(group.put_both(rcv, p, a, b, shape, out)),
-                    _ => n,
-                })
-        });
+        let whole = sets.with_whole(|chunk| group.put_whole(rcv, chunk, shape, out));
         if let Some(npkts) = whole {
             out.add_packets(npkts);
             return;

@@ -191,6 +191,15 @@ pub trait ProgramSink {
     /// Appends one TID entry (at most one per page set, so at most 64).
     fn push_entry(&mut self, entry: TidEntry);
 
+    /// Appends the four TID entries of a whole group, in order (the same
+    /// as four [`Self::push_entry`]s; a sink may take them in one step).
+    #[inline]
+    fn push_group(&mut self, entries: [TidEntry; 4]) {
+        for e in entries {
+            self.push_entry(e);
+        }
+    }
+
     /// Adds packets. Kernel: `flow->npkts += ..`.
     fn add_packets(&mut self, n: u32);
 }
@@ -238,6 +247,10 @@ impl<T: ProgramSink + ?Sized> ProgramSink for &mut T {
 
     fn push_entry(&mut self, entry: TidEntry) {
         (**self).push_entry(entry);
+    }
+
+    fn push_group(&mut self, entries: [TidEntry; 4]) {
+        (**self).push_group(entries);
     }
 
     fn add_packets(&mut self, n: u32) {
@@ -296,6 +309,21 @@ impl ProgramSink for Programmed {
     fn push_entry(&mut self, entry: TidEntry) {
         // Cannot fail: at most one TID entry per page set.
         let _ = self.tid_entries.try_push(entry);
+    }
+
+    /// One capacity check for the four, written as a bound on the length
+    /// (the form the pushes test), so the pushes' own checks go and the
+    /// length is written back once.
+    #[inline]
+    fn push_group(&mut self, entries: [TidEntry; 4]) {
+        if self.tid_entries.len() > self.tid_entries.capacity().wrapping_sub(4) {
+            // Cannot happen (at most one TID entry per page set); drop
+            // them as `push_entry` would.
+            return;
+        }
+        for e in entries {
+            let _ = self.tid_entries.try_push(e);
+        }
     }
 
     #[inline]
