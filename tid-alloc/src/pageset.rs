@@ -409,6 +409,14 @@ fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
 }
 
 /// The general case of [`walk_4k`]: every maximal run, cut into chunks.
+///
+/// Each run is stepped over from its first page by comparing the pages
+/// that follow with the address the run predicts (`first + k · 4096`), two
+/// at a time while both continue it; only a run's first page is noted for
+/// validation (the others are it + k pages). A run that wraps past the top
+/// of the address space (and so holds a page 0) needs no test of its own:
+/// its at most 64 pages start at or above 2^64 - 64 · 4096, where
+/// [`fast::Seen`]'s top-bit alarm sends the walk to the exact check.
 #[inline(always)]
 fn walk_runs_4k(
     sets: &mut PageSets,
@@ -421,34 +429,57 @@ fn walk_runs_4k(
     if pages.len() > MAX_SEGMENT_PAGES {
         return Err(AllocError::TooManyPages(pages.len()));
     }
-    let mut bad = Bad::new();
+    const _: () = assert!(
+        (MAX_SEGMENT_PAGES as u64) << PAGE_SHIFT <= (1 << 63) - PAGE_BYTES,
+        "a run that wraps starts where the page check's top bit is set"
+    );
+    let mut seen = fast::Seen::new();
     let mut start = 0usize;
     let mut run_first = first;
-    let mut prev = first;
-    for (k, &addr) in rest.iter().enumerate() {
-        if !follows(prev, addr) {
-            // Page k + 1 starts a new run: emit the run that ends here.
-            let i = k.wrapping_add(1);
-            let len = i.wrapping_sub(start);
-            if len == 1 {
-                // The common case of scattered pages.
-                bad.page(run_first);
-                push(sets, single(start, run_first))?;
-            } else {
-                bad.run(run_first, len);
-                emit_run(sets, start, len, run_first)?;
-            }
-            start = i;
-            run_first = addr;
+    // The pages after the current run's first.
+    let mut t = rest;
+    loop {
+        t = run_end(run_first, t);
+        // The run is pages start..end.
+        let end = pages.len().wrapping_sub(t.len());
+        let len = end.wrapping_sub(start);
+        seen.page(run_first);
+        let Some((&f, tail)) = t.split_first() else {
+            // Sets emitted from bad pages are dropped by the caller on
+            // error.
+            seen.verdict(pages)?;
+            emit_run(sets, start, len, run_first)?;
+            return pad_even(sets);
+        };
+        if len == 1 {
+            // The common case of scattered pages.
+            push(sets, single(start, run_first))?;
+        } else {
+            emit_run(sets, start, len, run_first)?;
         }
-        prev = addr;
+        start = end;
+        run_first = f;
+        t = tail;
     }
-    let len = pages.len().wrapping_sub(start);
-    bad.run(run_first, len);
-    // Sets emitted from bad pages are dropped by the caller on error.
-    bad.verdict(pages)?;
-    emit_run(sets, start, len, run_first)?;
-    pad_even(sets)
+}
+
+/// Steps over the pages at the start of `t` that continue a run whose
+/// first page is `first`; returns the pages after the run. Two pages a
+/// step while both continue it, so the loop's own work is spread over two
+/// pages.
+#[inline(always)]
+fn run_end(first: u64, mut t: &[u64]) -> &[u64] {
+    let mut expect = first.wrapping_add(PAGE_BYTES);
+    loop {
+        match *t {
+            [a, b, ..] if a == expect && b == expect.wrapping_add(PAGE_BYTES) => {
+                t = t.get(2..).unwrap_or_default();
+                expect = expect.wrapping_add(2 * PAGE_BYTES);
+            }
+            [a, ..] if a == expect => return t.get(1..).unwrap_or_default(),
+            _ => return t,
+        }
+    }
 }
 
 /// A one-page set for page `k` at `addr`.
@@ -568,6 +599,33 @@ mod tests {
             flush_pages(&mut sets, &run(1, 4), usize::MAX, 2),
             Err(AllocError::PageRange)
         );
+    }
+
+    /// The general 4 KiB walk (neither one run nor all singles): a run
+    /// that wraps past the top of the address space holds a page 0, found
+    /// by its index wherever the run starts; runs of odd and even length
+    /// end where the page after them jumps, also at the segment's end.
+    #[test]
+    fn general_walk_runs_and_a_wrapping_run() {
+        let top = !PAGE_OFFSET_MASK;
+        let p = 4096;
+        assert_eq!(
+            find_phys_blocks_4k(&[7 * p, top - p, top, 0, p, 9 * p]),
+            Err(AllocError::NullPage { index: 3 })
+        );
+        assert_eq!(
+            find_phys_blocks_4k(&[7 * p, top, 0]),
+            Err(AllocError::NullPage { index: 2 })
+        );
+        let mut pages = run(0x100, 3);
+        pages.extend(run(0x200, 1));
+        pages.extend(run(0x300, 2));
+        pages.extend(run(0x400, 5));
+        let sets = find_phys_blocks_4k(&pages).unwrap();
+        assert_eq!(counts(&sets), [2, 1, 1, 2, 4, 1]);
+        let idx: Vec<u8> = sets.iter().map(|s| s.idx).collect();
+        assert_eq!(idx, [0, 2, 3, 4, 6, 10]);
+        assert_eq!(sets[5].addr, (0x400 + 4) * 4096);
     }
 
     #[test]
