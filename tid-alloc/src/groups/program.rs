@@ -23,10 +23,14 @@ use crate::pageset::PageSet;
 /// `kern_program_rcv_group()`.
 #[inline(always)]
 fn put_set(rcv: &mut impl RcvArray, rcventry: u32, set: &PageSet) {
-    if set.is_filler() {
+    let count = u32::from(set.count);
+    if count == 0 {
         rcv.put_tid(rcventry, RcvType::Invalid, 0, 0);
     } else {
-        rcv.put_tid(rcventry, RcvType::Expected, set.dma, set.order());
+        // `PageSet::order` for a count known not to be 0, in 32 bits
+        // (one bit scan and an add; at most 16, so the cast is exact).
+        let order = (u32::BITS - count.leading_zeros()) as u8;
+        rcv.put_tid(rcventry, RcvType::Expected, set.dma, order);
     }
 }
 
