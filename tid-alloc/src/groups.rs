@@ -122,8 +122,6 @@ pub struct TidGroups {
     version: u64,
     /// Ticket for the next allocation (never 0).
     next_ticket: Cell<u32>,
-    /// Entries in use over all groups.
-    in_use: u32,
     /// Groups on each list.
     lens: [u16; table::HEADS],
     /// The groups (kernel: `rcd->groups`), then the heads of the free,
@@ -142,7 +140,7 @@ impl core::fmt::Debug for TidGroups {
             .field("free", &self.list_len(GroupList::Free))
             .field("used", &self.list_len(GroupList::Used))
             .field("full", &self.list_len(GroupList::Full))
-            .field("entries_in_use", &self.in_use)
+            .field("entries_in_use", &self.entries_in_use())
             .finish_non_exhaustive()
     }
 }
@@ -167,7 +165,6 @@ impl TidGroups {
             ngroups: 0,
             version: 0,
             next_ticket: Cell::new(1),
-            in_use: 0,
             lens: [0; table::HEADS],
             slots: Vec::new(),
             owner: Vec::new(),
@@ -212,7 +209,6 @@ impl TidGroups {
         self.ngroups = ngroups as u16;
         self.version = 0;
         self.next_ticket.set(1);
-        self.in_use = 0;
         self.init_rows();
         for i in 0..self.ngroups {
             self.append(i, GroupList::Free);
@@ -240,9 +236,15 @@ impl TidGroups {
         self.list_len(GroupList::Free)
     }
 
-    /// RcvArray entries in use over all groups.
-    pub const fn entries_in_use(&self) -> u32 {
-        self.in_use
+    /// RcvArray entries in use over all groups: the sum of the groups'
+    /// counters, added up when asked (a statistic; the hot paths do not
+    /// keep a running total).
+    pub fn entries_in_use(&self) -> u32 {
+        self.slots
+            .iter()
+            .take(usize::from(self.ngroups))
+            .map(|s| u32::from(s.used))
+            .sum()
     }
 
     /// Group `index` (0-based), or `None` past the last group.
@@ -265,9 +267,9 @@ impl TidGroups {
     }
 }
 
-/// The software platform's store: the tables of [`TidGroups`]. Every change
-/// keeps the count of entries in use and bumps the version (so a checked
-/// allocation made before it is stale).
+/// The software platform's store: the tables of [`TidGroups`]. Every
+/// counter change bumps the version (so a checked allocation made before
+/// it is stale).
 impl GroupStore for TidGroups {
     #[inline]
     fn expected_base(&self) -> u32 {
@@ -301,13 +303,8 @@ impl GroupStore for TidGroups {
         let Some(grp) = self.slot_mut(g) else {
             return;
         };
-        let old = grp.used;
         grp.used = used;
         grp.map = map;
-        self.in_use = self
-            .in_use
-            .wrapping_add(u32::from(used))
-            .wrapping_sub(u32::from(old));
         self.version = self.version.wrapping_add(1);
     }
 
