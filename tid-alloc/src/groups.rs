@@ -300,12 +300,9 @@ impl GroupStore for TidGroups {
 
     #[inline]
     fn set_counters(&mut self, g: u16, used: u8, map: u8) {
-        let Some(grp) = self.slot_mut(g) else {
-            return;
-        };
-        grp.used = used;
-        grp.map = map;
-        self.version = self.version.wrapping_add(1);
+        if self.put_counters(g, used, map) {
+            self.version = self.version.wrapping_add(1);
+        }
     }
 
     #[inline]
@@ -313,6 +310,64 @@ impl GroupStore for TidGroups {
         if g < self.ngroups {
             self.relink(g, from, to);
         }
+    }
+}
+
+impl TidGroups {
+    /// Sets group `g`'s counters, without the version bump; false (and
+    /// nothing changed) if `g` is no group.
+    #[inline(always)]
+    fn put_counters(&mut self, g: u16, used: u8, map: u8) -> bool {
+        let Some(grp) = self.slot_mut(g) else {
+            return false;
+        };
+        grp.used = used;
+        grp.map = map;
+        true
+    }
+}
+
+/// [`TidGroups`] as the store of one checked operation
+/// ([`TidGroups::program`], [`TidGroups::unprogram`]): the same tables,
+/// but counter changes do not bump the version one by one; the operation
+/// bumps it once when it is done (nothing else can see the groups in
+/// between: the operation holds them by `&mut`).
+pub(crate) struct Batch<'a>(pub(crate) &'a mut TidGroups);
+
+impl GroupStore for Batch<'_> {
+    #[inline(always)]
+    fn expected_base(&self) -> u32 {
+        self.0.expected_base
+    }
+
+    #[inline(always)]
+    fn first(&self, list: GroupList) -> Option<u16> {
+        GroupStore::first(&*self.0, list)
+    }
+
+    #[inline(always)]
+    fn next(&self, g: u16) -> Option<u16> {
+        GroupStore::next(&*self.0, g)
+    }
+
+    #[inline(always)]
+    fn base(&self, g: u16) -> u32 {
+        group_base(self.0.expected_base, g)
+    }
+
+    #[inline(always)]
+    fn counters(&self, g: u16) -> (u8, u8) {
+        self.0.counters_of(g)
+    }
+
+    #[inline(always)]
+    fn set_counters(&mut self, g: u16, used: u8, map: u8) {
+        let _ = self.0.put_counters(g, used, map);
+    }
+
+    #[inline(always)]
+    fn move_to(&mut self, g: u16, from: GroupList, to: GroupList) {
+        GroupStore::move_to(&mut *self.0, g, from, to);
     }
 }
 

@@ -16,7 +16,7 @@ use super::program::{self, unprogram_rcvarray};
 #[cfg(doc)]
 use super::program_rcvarray;
 use super::store::{ProgramSink, alloc_tids};
-use super::{GROUP_SIZE, Programmed, TidAlloc, TidGroups};
+use super::{Batch, GROUP_SIZE, Programmed, TidAlloc, TidGroups};
 use crate::AllocError;
 use crate::pageset::PageSet;
 
@@ -194,7 +194,7 @@ impl TidGroups {
             });
         }
         let shape = program::check_sets(sets, pmtu)?;
-        program::program_checked(self, rcv, &alloc.nodes, sets, shape, out);
+        program::program_checked(&mut Batch(self), rcv, &alloc.nodes, sets, shape, out);
         for node in &alloc.nodes {
             if let Some(owners) = self.owner.get_mut(usize::from(node.group)) {
                 set_owners(owners, node.taken(), alloc.ticket);
@@ -244,7 +244,7 @@ impl TidGroups {
                 return Err(AllocError::Stale);
             }
         }
-        unprogram_rcvarray(self, rcv, &alloc.nodes);
+        unprogram_rcvarray(&mut Batch(self), rcv, &alloc.nodes);
         for node in &alloc.nodes {
             if let Some(owners) = self.owner.get_mut(usize::from(node.group)) {
                 set_owners(owners, node.taken(), 0);
