@@ -101,8 +101,14 @@ impl Generation {
     /// value (so both 0xFFFFE and 0xFFFFF advance to 0).
     /// Kernel: `kern_flow_generation_next()`.
     pub const fn next(self) -> Self {
-        let n = Self::masked(self.0.wrapping_add(1));
-        if n.is_reserved() { Self(0) } else { n }
+        // Every constructor keeps the value within 20 bits, so `g + 1`
+        // needs no mask: it is 0xFFFFF (reserved) or 0x100000 (wrapped)
+        // exactly when `g` is one of the two top values.
+        if self.0 >= GENERATION_RESERVED - 1 {
+            Self(0)
+        } else {
+            Self(self.0.wrapping_add(1))
+        }
     }
 }
 
