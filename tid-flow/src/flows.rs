@@ -67,6 +67,12 @@ pub fn reserve_flow<S: FlowStore + ?Sized>(
             return Ok(l);
         }
     }
+    // All taken is tested first, so the bit scan below runs on a non-zero
+    // word: its result is then below 32 (no range check left for the
+    // compiler to make) and needs no default for an empty word.
+    if mask == u32::MAX {
+        return Err(NoFreeFlow);
+    }
     let free = (!mask).trailing_zeros();
     let f = FlowIndex::new(free).ok_or(NoFreeFlow)?;
     s.set_mask(mask | 1 << free);
