@@ -628,6 +628,31 @@ mod tests {
         assert_eq!(sets[5].addr, (0x400 + 4) * 4096);
     }
 
+    /// The general 8 KiB walk: a chain of pairs that wraps past the top
+    /// is refused by the index of its page 0; chains flush with a filler
+    /// when their chunks are odd, broken pairs give two singles, an odd
+    /// last page its set and a filler.
+    #[test]
+    fn general_pair_walk_chains_and_a_wrapping_chain() {
+        let top = !PAGE_OFFSET_MASK;
+        let p = 4096;
+        assert_eq!(
+            find_phys_blocks_8k(&[7 * p, 9 * p, top - p, top, 0, p]),
+            Err(AllocError::NullPage { index: 4 })
+        );
+        // Pairs: (0x100, 0x102) broken, then a chain of 3 pairs from
+        // 0x200, then a chain of one pair from 0x300, then 0x400 alone.
+        let mut pages = vec![0x100 * p, 0x102 * p];
+        pages.extend(run(0x200, 6));
+        pages.extend(run(0x300, 2));
+        pages.push(0x400 * p);
+        let sets = find_phys_blocks_8k(&pages).unwrap();
+        assert_eq!(counts(&sets), [1, 1, 4, 2, 2, 0, 1, 0]);
+        let idx: Vec<u8> = sets.iter().map(|s| s.idx).collect();
+        assert_eq!(idx, [0, 1, 2, 6, 8, 0, 10, 0]);
+        assert_eq!(sets[3].addr, (0x200 + 4) * p);
+    }
+
     #[test]
     fn top_page_never_continues_a_run() {
         let top = !PAGE_OFFSET_MASK;

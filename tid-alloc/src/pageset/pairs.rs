@@ -3,8 +3,8 @@
 //! pages two at a time, so that an 8 KiB packet never straddles two
 //! buffers.
 
-use super::fast::{one_run_8k, singles_8k};
-use super::{AllocError, Bad, MAX_SEGMENT_PAGES, PageSet, PageSets};
+use super::fast::{Seen, one_run_8k, singles_8k};
+use super::{AllocError, MAX_SEGMENT_PAGES, PAGE_BYTES, PageSet, PageSets};
 use super::{emit_run, follows, pad_even, push, single, try_fast};
 
 /// Page sets for an 8 KiB (or larger) path MTU.
@@ -68,6 +68,16 @@ pub(super) fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocErr
 }
 
 /// The general case of [`walk_8k`]: the driver's pair walk.
+///
+/// Its output comes in three kinds of step, each read off the pages at an
+/// even index: a contiguous pair starts a chain of pairs, each contiguous
+/// and continuing the one before (the driver's accumulation, flushed as
+/// one run with a filler if its chunks are odd); a pair that is not
+/// contiguous gives two one-page sets; an odd last page gives its set and
+/// a filler. Only the first page of a chain is noted for validation (the
+/// others are it + k pages; a chain that wraps past the top starts where
+/// the page check's top-bit alarm sends the walk to the exact check, as
+/// in the 4 KiB walk).
 #[inline(never)]
 fn walk_pairs_8k(sets: &mut PageSets, pages: &[u64]) -> Result<(), AllocError> {
     let n = pages.len();
@@ -76,73 +86,54 @@ fn walk_pairs_8k(sets: &mut PageSets, pages: &[u64]) -> Result<(), AllocError> {
     if n > MAX_SEGMENT_PAGES {
         return Err(AllocError::TooManyPages(n));
     }
-    let mut bad = Bad::new();
-    // Index of the first page not yet emitted, pages accumulated since
-    // then, and the second page of the previous pair if that pair was
-    // contiguous (the driver's `vm1`; `prev_pair` false = NULL).
-    let mut idx = 0usize;
-    let mut pending = 0usize;
-    let mut prev_pair = false;
-    let mut prev_second = 0u64;
-    let mut pairs = pages.chunks_exact(2);
-    for (p, pair) in pairs.by_ref().enumerate() {
-        let &[v0, v1] = pair else {
-            break;
-        };
-        if follows(v0, v1) {
-            if prev_pair && !follows(prev_second, v0) {
-                idx = flush_run(sets, pages, idx, pending, &mut bad)?;
-                pending = 0;
+    let mut seen = Seen::new();
+    // Page index of `t`'s first page (always even).
+    let mut k = 0usize;
+    let mut t = pages;
+    loop {
+        match *t {
+            [v0, v1, ..] if follows(v0, v1) => {
+                let rest = chain_end(v1, t.get(2..).unwrap_or_default());
+                let len = t.len().wrapping_sub(rest.len());
+                seen.page(v0);
+                emit_run(sets, k, len, v0)?;
+                pad_even(sets)?;
+                k = k.wrapping_add(len);
+                t = rest;
             }
-            pending = pending.wrapping_add(2);
-            prev_pair = true;
-            prev_second = v1;
-            continue;
+            [v0, v1, ..] => {
+                seen.page(v0);
+                seen.page(v1);
+                push(sets, single(k, v0))?;
+                push(sets, single(k.wrapping_add(1), v1))?;
+                k = k.wrapping_add(2);
+                t = t.get(2..).unwrap_or_default();
+            }
+            [v0] => {
+                // An odd page count ends with its last page and a filler.
+                seen.page(v0);
+                push(sets, single(k, v0))?;
+                push(sets, PageSet::FILLER)?;
+                break;
+            }
+            [] => break,
         }
-        // Everything before page k is emitted after this flush.
-        let k = p.wrapping_mul(2);
-        flush_run(sets, pages, idx, pending, &mut bad)?;
-        bad.page(v0);
-        bad.page(v1);
-        push(sets, single(k, v0))?;
-        push(sets, single(k.wrapping_add(1), v1))?;
-        idx = k.wrapping_add(2);
-        prev_pair = false;
-        pending = 0;
     }
-    if let &[v0] = pairs.remainder() {
-        // An odd page count ends with its last page and a filler.
-        let k = n.wrapping_sub(1);
-        flush_run(sets, pages, idx, pending, &mut bad)?;
-        bad.page(v0);
-        push(sets, single(k, v0))?;
-        push(sets, PageSet::FILLER)?;
-        idx = n;
-    }
-    flush_run(sets, pages, idx, n.wrapping_sub(idx), &mut bad)?;
-    bad.verdict(pages)
+    seen.verdict(pages)
 }
 
-/// [`flush_pages`](super::flush_pages) for the 8 KiB walk, whose accumulated pages always form
-/// one contiguous run: notes the run for validation first.
+/// Steps over the pairs at the start of `t` that continue a chain whose
+/// last page so far is `last`: each pair must be contiguous and follow
+/// the chain. Returns the pages after the chain.
 #[inline(always)]
-fn flush_run(
-    sets: &mut PageSets,
-    pages: &[u64],
-    idx: usize,
-    count: usize,
-    bad: &mut Bad,
-) -> Result<usize, AllocError> {
-    if count == 0 {
-        // Nothing to emit, and the walk keeps the set count even between
-        // flushes, so no filler either.
-        return Ok(idx);
+fn chain_end(last: u64, mut t: &[u64]) -> &[u64] {
+    let mut expect = last.wrapping_add(PAGE_BYTES);
+    while let [a, b, ..] = *t {
+        if a != expect || b != expect.wrapping_add(PAGE_BYTES) {
+            break;
+        }
+        t = t.get(2..).unwrap_or_default();
+        expect = expect.wrapping_add(2 * PAGE_BYTES);
     }
-    let first = *pages.get(idx).ok_or(AllocError::PageRange)?;
-    bad.run(first, count);
-    // The same sets as `flush_pages`, with the addresses worked out from
-    // the run's first page.
-    emit_run(sets, idx, count, first)?;
-    pad_even(sets)?;
-    Ok(idx.wrapping_add(count))
+    t
 }
