@@ -37,6 +37,9 @@
 //! QP whose retry budget runs out completes its oldest READ
 //! `RETRY_EXC_ERR` and flushes the rest, and its remaining READs are
 //! posted and flushed too (the kernel accepts posts in the error state).
+//! The application then resets that QP's peer responder, as it would the
+//! failed connection: the responder gives back its WRITE flow, TIDs and
+//! region references and drops what still arrives.
 //! A run ends when nothing is left to do; QPs with READs left are
 //! reported stuck.
 //!
@@ -240,6 +243,8 @@ pub struct Scenario<'a, O: Observer> {
     clock: Clock,
     acts: Vec<Act>,
     rep: Report,
+    /// Per QP pair: the responder was reset after its requester failed.
+    peer_reset: Vec<bool>,
     root: LockToken<'static, Unlocked>,
 }
 
@@ -308,6 +313,7 @@ impl<'a, O: Observer> Scenario<'a, O> {
                 ..Clock::default()
             },
             acts: Vec::with_capacity(5),
+            peer_reset: vec![false; nqps as usize],
             rep: Report {
                 requested_bytes: per_qp * u64::from(nqps),
                 inputs: opts.clone(),

@@ -11,6 +11,7 @@ use qp_wait::QueueKind;
 use tid_alloc::groups::GroupList;
 use tid_flow::RcvCtxt;
 use tid_read_proto::qp;
+use tid_read_proto::rc::QpState;
 
 use super::{Leaks, Node, Teardown, TwoNodes};
 
@@ -115,6 +116,42 @@ where
         l.mr_misuses = self.regions.misuses();
         l.oversized_packets = self.to_responders.oversized() + self.to_requesters.oversized();
         l
+    }
+
+    /// Resets responder `i` as the application resets a connection whose
+    /// requester failed: its WRITE half gives back the flow, every TID,
+    /// mapping, flow record and region reference
+    /// ([`qp::flush_write_responder`], the WRITE half of 6.1's
+    /// `hfi1_qp_kern_exp_rcv_clear_all()` on the reset path), any TID wait
+    /// ends, and the QP goes to the error state, so packets still in
+    /// flight to it are dropped. False if there is no such responder.
+    ///
+    /// # Locking
+    ///
+    /// Runs with no lock held (`root`); takes the QP's `r_lock` (when the
+    /// platform has one), its `s_lock`, and `exp_lock` inside them.
+    pub fn reset_responder(&mut self, i: usize, root: &mut LockToken<'_, Unlocked>) -> bool {
+        let Some(qp) = self.responders.get(i) else {
+            return false;
+        };
+        match self.r_locks.get(i) {
+            Some(Some(rl)) => {
+                let mut r = rl.lock(root);
+                let mut g = qp.s_lock.lock(r.token());
+                qp::flush_write_responder(&self.resp_rcd, qp, &mut g, &self.regions);
+                g.ext.state = QpState::Error;
+            }
+            _ => {
+                let mut g = qp.s_lock.lock(root);
+                qp::flush_write_responder(&self.resp_rcd, qp, &mut g, &self.regions);
+                g.ext.state = QpState::Error;
+            }
+        }
+        if let Some(r) = self.ready.get_mut(i) {
+            *r = false;
+        }
+        self.ready_queue.retain(|&k| k != i);
+        true
     }
 
     /// Destroys the QPs' state: every requester is flushed (its READs and

@@ -97,8 +97,27 @@ impl<O: Observer> Scenario<'_, O> {
             self.clock.progress_ns = self.clock.ns;
         }
         self.count_done(done);
+        self.reset_peer_of_failed(i);
         self.post_more(i);
         self.sync_timers(i);
+    }
+
+    /// Once requester `i` is in the error state, its peer responder is
+    /// reset (once), as the application resets a failed connection:
+    /// nothing will ever complete what the responder still holds for it
+    /// (a WRITE segment RNR-NAKed, or allocated and never answered, has
+    /// no reap timer running), and 6.1 gives those TIDs and the flow back
+    /// only on the QP's reset (`hfi1_qp_kern_exp_rcv_clear_all()`).
+    pub(super) fn reset_peer_of_failed(&mut self, i: usize) {
+        if self.peer_reset.get(i).copied().unwrap_or(true) {
+            return;
+        }
+        let (req, _) = self.nodes.states(i, &mut self.root);
+        if req == tid_read_proto::rc::QpState::Error {
+            self.peer_reset[i] = true;
+            self.nodes.reset_responder(i, &mut self.root);
+            self.sync_reap(i);
+        }
     }
 
     /// Counts completions (see `count_completion`); a completion without
