@@ -21,8 +21,10 @@ use tid_read_proto::qualify::MIN_LENGTH;
 /// Exit code of a run (or every soak seed) that passed.
 pub const EXIT_PASS: u8 = 0;
 /// Exit code of a run that failed: a byte differs, a QP is stuck,
-/// something leaked, an engine erred, or a READ failed with a status the
-/// fabric does not explain (on a faultless fabric: any failed READ).
+/// something leaked, an engine erred, a READ failed with a status the
+/// fabric does not explain (on a faultless fabric: any failed READ), or a
+/// QP ended retry-exceeded after a retry no fault explains
+/// ([`crate::explain`]).
 pub const EXIT_FAIL: u8 = 1;
 /// Exit code of a command line that was refused.
 pub const EXIT_USAGE: u8 = 2;
@@ -39,6 +41,13 @@ verified, nothing stuck or left held, every failed READ failed as the
 kernel fails it on that fabric: retry exceeded or flushed); 1 it failed;
 2 the command line was refused. A dead link (--drop 1) passes when every
 READ ends RETRY_EXC_ERR or flushed.
+
+A QP may end RETRY_EXC_ERR only if the fabric explains each retry it
+took: every retry (RC restart or TID retry expiry) needs a fault of its
+own on that QP pair's packets (a drop, a duplicate or a stale copy,
+either way) before it, so the k-th retry needs k faults by then. A retry
+with no fault behind it fails the run; the summary's `explained` line
+says which pairs and why.
 
 Examples:
   tid-sim                                       the default scenario

@@ -8,6 +8,8 @@
 //! - [`rng`]: the one seeded random source;
 //! - [`link`]: what a node ships onto its link;
 //! - [`soak`]: the seeded scenarios of `--soak`;
+//! - [`explain`]: whether the faults on a QP pair explain its retries
+//!   (the rule behind a passing `RETRY_EXC_ERR`);
 //! - [`scenario`]: one run of the harness's two nodes over the fabric;
 //! - [`observe`]: what a run shows while it runs (progress, samples,
 //!   every packet after the fault injector);
@@ -39,6 +41,7 @@
 //! ```
 
 pub mod cli;
+pub mod explain;
 pub mod fabric;
 pub mod link;
 pub mod observe;

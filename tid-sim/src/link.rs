@@ -103,14 +103,19 @@ fn kind_of(bytes: &[u8]) -> PacketKind {
 }
 
 /// Moves what an engine sent onto a link; returns the packets the fault
-/// injector dropped (for the capture, and to recycle).
-pub fn ship(outbox: &mut Outbox, link: &mut Link<WirePacket>, rng: &mut Rng) -> Vec<Vec<u8>> {
+/// injector dropped (for the capture, and to recycle), each with its flow
+/// (the verbs QP it was sent to).
+pub fn ship(
+    outbox: &mut Outbox,
+    link: &mut Link<WirePacket>,
+    rng: &mut Rng,
+) -> Vec<(Vec<u8>, u32)> {
     let mut dropped = Vec::new();
     for bytes in outbox.drain() {
         let kind = kind_of(&bytes);
         let flow = flow_of(&bytes, kind);
         if let Some(p) = link.send(WirePacket { bytes, kind, flow }, rng) {
-            dropped.push(p.bytes);
+            dropped.push((p.bytes, flow));
         }
     }
     dropped

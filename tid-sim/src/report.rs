@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{Options, show_size};
+use crate::explain::Explained;
 use crate::series::Series;
 
 /// Link rate of the simulated wire, bits per second (100 Gb/s).
@@ -214,6 +215,9 @@ pub struct Report {
     pub peak_resident_pages: u64,
     /// The WRITE half of the run (`--ops write` or `mix`).
     pub write: WriteCounts,
+    /// Whether the faults on each QP pair that ended `RETRY_EXC_ERR`
+    /// explain its retries.
+    pub explain: Explained,
     /// Per requester QP.
     pub per_qp: Vec<QpReport>,
     /// The run over simulated time (with `--report` or `--json-series`).
@@ -241,8 +245,9 @@ impl Report {
     /// stuck and every status is one the fabric explains: every byte of
     /// every READ that succeeded was verified, every READ posted
     /// completed, and a READ failed only as the kernel lets a faulty
-    /// fabric fail it (retry exceeded, flushed behind it). A fabric that
-    /// fails is a correct result when it is reported correctly; a fabric
+    /// fabric fail it (retry exceeded, flushed behind it), a QP ending
+    /// retry-exceeded only after retries the faults on its pair explain
+    /// ([`crate::explain`]). A fabric that fails is a correct result when it is reported correctly; a fabric
     /// without faults gives no reason to fail, so there every READ must
     /// succeed.
     pub fn ok(&self) -> bool {
@@ -254,6 +259,7 @@ impl Report {
             && self.engine_errors == 0
             && self.stuck_qps == 0
             && self.wrong_statuses == 0
+            && self.explain.ok()
             && self.leaked.values().all(|&v| v == 0)
     }
 
@@ -437,6 +443,7 @@ impl Report {
             "  recovery   {} restarts ({} by timeout), {} READ_REQs resent, {} NAKs",
             self.restarts, self.timeouts, self.retransmits, self.naks
         );
+        let _ = writeln!(s, "  explained  {}", self.explain.line());
         let _ = writeln!(
             s,
             "  link       {:.1} bytes per simulated us = {:.1}% of 100 Gb/s ({:.3} ms simulated)",

@@ -55,6 +55,9 @@
 //! others. Every WRITE that succeeds is checked byte for byte in the
 //! responder's pages (see `write`).
 //!
+//! A run on a faulty fabric may end a QP `RETRY_EXC_ERR` only if the
+//! faults on that QP pair explain each retry it took ([`crate::explain`]).
+//!
 //! At the end the resources still held are read from the real state
 //! ([`TwoNodes::leaks`]) and reported; then every QP is flushed.
 
@@ -75,6 +78,7 @@ use tid_read_proto::rc::retry::Timer;
 use tid_read_proto::rc::{EngineError, WcStatus};
 
 use crate::cli::{Ops, Options};
+use crate::explain::{Fault, Ledger};
 use crate::fabric::{Faults, Link, PacketKind};
 use crate::link::{WirePacket, ship};
 use crate::observe::{Fate, Observer, Progress, Seen, Taps};
@@ -245,6 +249,8 @@ pub struct Scenario<'a, O: Observer> {
     rep: Report,
     /// Per QP pair: the responder was reset after its requester failed.
     peer_reset: Vec<bool>,
+    /// Per QP pair: the faults it met and the retries its requester took.
+    ledger: Ledger,
     root: LockToken<'static, Unlocked>,
 }
 
@@ -314,6 +320,7 @@ impl<'a, O: Observer> Scenario<'a, O> {
             },
             acts: Vec::with_capacity(5),
             peer_reset: vec![false; nqps as usize],
+            ledger: Ledger::new(nqps as usize),
             rep: Report {
                 requested_bytes: per_qp * u64::from(nqps),
                 inputs: opts.clone(),
@@ -573,6 +580,7 @@ impl<'a, O: Observer> Scenario<'a, O> {
         }
         *rep.drops.entry("malformed".into()).or_default() += rep.malformed;
         self.held_at_end(&mut rep);
+        rep.explain = self.ledger.explained();
         rep
     }
 

@@ -19,7 +19,9 @@ impl<O: Observer> Scenario<'_, O> {
             (&mut self.nodes.to_requesters, &mut self.to_requester, 1)
         };
         let dropped = ship(outbox, link, &mut self.rng);
-        for bytes in dropped {
+        for (bytes, flow) in dropped {
+            self.ledger
+                .fault(pair_of(interface, flow), crate::explain::Fault::Drop);
             self.seen(interface, self.clock.ns, &bytes, Fate::Dropped);
             let outbox = if from_requester {
                 &mut self.nodes.to_responders
@@ -97,9 +99,24 @@ impl<O: Observer> Scenario<'_, O> {
             self.clock.progress_ns = self.clock.ns;
         }
         self.count_done(done);
+        self.note_retries(i);
         self.reset_peer_of_failed(i);
         self.post_more(i);
         self.sync_timers(i);
+    }
+
+    /// Enters requester `i`'s retries so far (RC restarts and TID retry
+    /// expiries) in the ledger.
+    pub(super) fn note_retries(&mut self, i: usize) {
+        let Some(qp) = self.nodes.requesters.get(i) else {
+            return;
+        };
+        let total = {
+            let g = qp.s_lock.lock(&mut self.root);
+            let r = &g.ext.requester;
+            r.stats.restarts + r.write_state().stats.tid_retry_expiries
+        };
+        self.ledger.retries(i, total);
     }
 
     /// Once requester `i` is in the error state, its peer responder is
@@ -146,4 +163,15 @@ impl<O: Observer> Scenario<'_, O> {
             _ => false,
         }
     }
+}
+
+/// The QP pair a packet on link `link` (0 to the responder, 1 to the
+/// requester) belongs to, from its flow (the verbs QP it was sent to).
+pub(super) fn pair_of(link: u8, flow: u32) -> usize {
+    let base = if link == 0 {
+        tid_harness::world::RESPONDER.qpn
+    } else {
+        tid_harness::world::REQUESTER.qpn
+    };
+    flow.wrapping_sub(base) as usize
 }

@@ -5,6 +5,8 @@
 
 use tid_harness::world::Done;
 
+use crate::fabric::{Origin, Packet as _};
+
 use super::*;
 
 impl<O: Observer> Scenario<'_, O> {
@@ -38,6 +40,15 @@ impl<O: Observer> Scenario<'_, O> {
             &mut self.to_requester
         };
         let d = l.deliver_marked(&mut self.rng)?;
+        let fault = match d.origin {
+            Origin::Sent => None,
+            Origin::Duplicate => Some(Fault::Duplicate),
+            Origin::Stale => Some(Fault::Stale),
+        };
+        if let Some(f) = fault {
+            self.ledger
+                .fault(super::deliver::pair_of(link, d.packet.flow()), f);
+        }
         let start = self.serialise(d.packet.bytes.len());
         let fate = Fate::Delivered {
             origin: d.origin,
@@ -71,6 +82,9 @@ impl<O: Observer> Scenario<'_, O> {
             }
         } else {
             self.rep.failed_requests += 1;
+            if status == WcStatus::RetryExceeded {
+                self.ledger.retry_exceeded(d.qp);
+            }
             if !self.fabric_explains(status) {
                 self.rep.wrong_statuses += 1;
             }

@@ -118,6 +118,7 @@ impl<O: Observer> Scenario<'_, O> {
             self.clock.progress_ns = self.clock.ns;
         }
         self.count_done(done);
+        self.note_retries(i);
         self.reset_peer_of_failed(i);
         self.post_more(i);
         self.sync_timers(i);
