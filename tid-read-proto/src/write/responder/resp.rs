@@ -69,6 +69,9 @@ pub(crate) fn respond<P: tid_flow::FlowPlatform>(
         }
         let t = env.rsp.tail;
         let at_write = env.rsp.state == AckState::Idle && t != env.rsp.head && env.rsp.is_write(t);
+        if at_write && env.pass_answered_write(t) {
+            continue;
+        }
         if !at_write || !env.write_turn(t, wmrs, sink)? {
             return Ok(more && !at_write);
         }
@@ -77,6 +80,38 @@ pub(crate) fn respond<P: tid_flow::FlowPlatform>(
 }
 
 impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
+    /// Moves the send pointer past the WRITE entry `t` if every one of its
+    /// WRITE_RESPs was sent and none is to be sent again; true if it did.
+    /// The pointer comes back to such an entry only when a duplicate
+    /// request for an earlier READ rewound it (a stale copy of an
+    /// answered READ_REQ): the entry has nothing to send, and the READ
+    /// entries behind it wait for the pointer.
+    ///
+    /// Deviation from 6.1: `make_rc_ack()` goes to the entry's
+    /// WRITE_RESP state there, `hfi1_build_tid_rdma_write_resp()` finds
+    /// `cur_seg >= alloc_seg` and builds nothing, and the send engine
+    /// stops at the entry for good, so every later READ's responses wait
+    /// until the requester's retries run out (`tid-sim/tests/mix_faults.rs`:
+    /// `an_answered_write_does_not_stop_the_reads_behind_it`).
+    fn pass_answered_write(&mut self, t: usize) -> bool {
+        let Some(e) = self.w.entries.get(t) else {
+            return false;
+        };
+        let resend = matches!(
+            e.state,
+            TidReqState::Resend | TidReqState::ResendActive | TidReqState::InitResend
+        );
+        if resend || e.total_segs == 0 || e.cur_seg < e.total_segs {
+            return false;
+        }
+        if let Some(a) = self.rsp.ack.get_mut(t) {
+            a.sent = true;
+        }
+        self.rsp.tail = Responder::next(t);
+        self.rsp.state = AckState::Idle;
+        true
+    }
+
     /// One packet for the WRITE entry `t` at the send pointer: the RNR NAK
     /// at its boundary, or the next WRITE_RESP. False if nothing can be
     /// sent for it now.
