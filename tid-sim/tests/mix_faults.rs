@@ -34,3 +34,16 @@ fn an_answered_write_does_not_stop_the_reads_behind_it() {
     let r = run(&o);
     assert!(r.all_succeeded(), "{}", r.summary());
 }
+
+/// Mix soak seed 251: a stale copy of an answered READ_REQ rewound the
+/// send pointer behind other answered entries; the first of them parked
+/// the pointer at the head, past a TID WRITE whose WRITE_RESPs had not
+/// gone. Its requester waited for them through seven timeouts on one
+/// stale copy (RETRY_EXC_ERR, six retries no fault explains).
+#[test]
+fn a_parked_send_pointer_stops_at_an_unanswered_write() {
+    let o = mix_seed(251);
+    assert!(o.stale > 0.0 && o.drop == 0.0 && o.dup == 0.0, "{o:?}");
+    let r = run(&o);
+    assert!(r.all_succeeded(), "{}", r.summary());
+}

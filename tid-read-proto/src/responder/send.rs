@@ -111,14 +111,20 @@ impl Responder {
                     return Ok(Turn::Done);
                 }
                 if e.len > 0 && e.mr.is_none() {
-                    // Sent before and not asked for again: stop until the
-                    // requester asks.
+                    // Sent before and not asked for again: park until the
+                    // requester asks (at a TID WRITE still to answer, if
+                    // one comes first).
+                    let stop = self.owing_after(self.tail);
                     if self.acked == self.tail {
-                        self.acked = self.head;
+                        self.acked = stop;
                     }
-                    self.tail = self.head;
+                    self.tail = stop;
                     self.stats.parked += 1;
-                    return Ok(Turn::Done);
+                    return Ok(if stop == self.head {
+                        Turn::Done
+                    } else {
+                        Turn::Again
+                    });
                 }
                 self.state = match e.kind {
                     Some(EntryKind::Tid { .. }) => AckState::Tid,
@@ -129,6 +135,35 @@ impl Responder {
             AckState::Tid => self.tid_packet(conn, src, mrs, sink),
             AckState::Plain { index } => self.plain_packet(conn, src, mrs, sink, index),
         }
+    }
+
+    /// The first TID WRITE entry after `t`, up to the head, whose
+    /// WRITE_RESPs have not all gone; the head if there is none.
+    ///
+    /// Deviation from 6.1: `make_rc_ack()` parks the pointer at the head
+    /// (`s_tail_ack_queue = r_head_ack_queue`), past such an entry too. A
+    /// duplicate of an answered READ (a stale copy: the requester's own
+    /// go-back-N asks for every later entry again) rewinds the pointer
+    /// behind entries sent before, and the first of them parked it past a
+    /// TID WRITE whose WRITE_RESPs had not gone; nothing asks for those
+    /// again (the requester waits for them), so its retries ran out
+    /// (`tid-sim/tests/mix_faults.rs`:
+    /// `a_parked_send_pointer_stops_at_an_unanswered_write`). READ
+    /// entries are parked past as 6.1 parks them: each waits for its own
+    /// duplicate.
+    fn owing_after(&self, t: usize) -> usize {
+        let mut j = Self::next(t);
+        while j != self.head {
+            let owes = self
+                .ack
+                .get(j)
+                .is_some_and(|e| e.kind == Some(EntryKind::Write) && !e.sent);
+            if owes {
+                return j;
+            }
+            j = Self::next(j);
+        }
+        self.head
     }
 
     /// The entry at the send pointer had its last response: its region is
