@@ -31,8 +31,9 @@
 //! Faults (`--drop`, `--dup`, `--reorder`, `--stale`) act on both links
 //! ([`crate::fabric`]). The requesters' retry and RNR timers run on
 //! simulated time exactly as the engine arms, re-arms and stops them
-//! (each QP's timeout exponent is [`SIM_TIMEOUT`]: 262 us for a plain
-//! READ, shifted by the OPFN `timeout_shift` for a TID READ_REQ); when
+//! (each QP's timeout exponent is [`sim_timeout`]: 262 us for a plain
+//! READ on a 4K MTU, 524 us on an 8K one, shifted by the OPFN
+//! `timeout_shift` for a TID READ_REQ); when
 //! nothing else can happen, simulated time jumps to the next deadline. A
 //! QP whose retry budget runs out completes its oldest READ
 //! `RETRY_EXC_ERR` and flushes the rest, and its remaining READs are
@@ -108,10 +109,26 @@ const MAX_STEPS: u64 = 20_000_000;
 /// Send-engine requests or packets in flight beyond which a run is cut
 /// short.
 const MAX_QUEUED: usize = 100_000;
-/// Every QP's local ACK timeout exponent: 4.096 us << 6 = 262 us for a
-/// plain READ (a packet waits at most `LINK_CREDITS` packets, about 85 us,
-/// behind others), 16.8 ms for a TID READ_REQ of 64-packet segments.
+/// Every QP's local ACK timeout exponent on a 4K MTU: 4.096 us << 6 =
+/// 262 us for a plain READ or a WRITE_REQ (a packet waits at most
+/// `LINK_CREDITS` packets, about 85 us, behind others on each link, so a
+/// round trip takes at most about 170 us), 16.8 ms for a TID READ_REQ of
+/// 64-packet segments. On an 8K MTU see [`sim_timeout`].
 pub const SIM_TIMEOUT: u8 = 6;
+
+/// The local ACK timeout exponent for path MTU `mtu`: [`SIM_TIMEOUT`],
+/// one more on an 8K MTU, where `LINK_CREDITS` packets take about 168 us
+/// on each link and a round trip behind full links (336 us) outlasts
+/// 262 us: a WRITE_REQ's RNR NAK queued behind other QPs' responses
+/// timed the requester out with nothing lost (mix soak seed 20550).
+pub const fn sim_timeout(mtu: u32) -> u8 {
+    if mtu > 4096 {
+        SIM_TIMEOUT + 1
+    } else {
+        SIM_TIMEOUT
+    }
+}
+
 /// Packets a link holds before its sender must wait (flow control).
 const LINK_CREDITS: usize = 256;
 /// Timer expiries on an idle system without a completion (or a WRITE
@@ -301,7 +318,7 @@ impl<'a, O: Observer> Scenario<'a, O> {
             region_len: per_qp,
             resp_groups: opts.groups as usize,
             write_region_len: if opts.ops.writes() { per_qp } else { 0 },
-            timeout: SIM_TIMEOUT,
+            timeout: sim_timeout(opts.mtu),
             ..Setup::default()
         };
         let nodes = TwoNodes::new(setup)?;

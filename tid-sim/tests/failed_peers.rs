@@ -21,12 +21,14 @@ fn soak_seed(seed: u64, ops: Ops) -> Report {
 /// Kernel: `hfi1_qp_kern_exp_rcv_clear_all()` on the QP's reset path,
 /// the only place a responder gives back a WRITE segment no WRITE_RESP
 /// went out for (the reap timer runs only once one did). WRITE soak seeds
-/// 171 and 20066: a requester ended RETRY_EXC_ERR while its responder
-/// held a segment it had RNR-NAKed; with the peer never reset the run
-/// ended holding that segment's 64 TID entries and its hardware flow.
+/// 337 and 20066 (and 171 before the 8K timeout grew): a requester ended
+/// RETRY_EXC_ERR while its responder held a segment it had RNR-NAKed;
+/// with the peer never reset the run ended holding that segment's 64 TID
+/// entries and its hardware flow (and the other responders stayed queued
+/// for TIDs behind it).
 #[test]
 fn a_failed_requester_s_peer_gives_back_its_write_resources() {
-    for seed in [171, 20066] {
+    for seed in [337, 20066] {
         let r = soak_seed(seed, Ops::Write);
         assert!(r.ok(), "seed {seed}: {}", r.summary());
         assert!(r.failed_requests > 0, "seed {seed}: no requester failed");

@@ -47,3 +47,20 @@ fn a_parked_send_pointer_stops_at_an_unanswered_write() {
     let r = run(&o);
     assert!(r.all_succeeded(), "{}", r.summary());
 }
+
+/// Mix soak seed 20550 (8K MTU): a WRITE_REQ's RNR NAK waited behind
+/// other QPs' READ responses on a full link, and the requester's 262 us
+/// timer expired with nothing lost (a round trip behind two full links of
+/// 8K packets takes about 336 us); its later retries spent the budget on
+/// the losses that followed, one retry short of what they explain. The
+/// simulator's timeout is one step longer on an 8K MTU.
+#[test]
+fn an_8k_round_trip_behind_full_links_does_not_time_out() {
+    let o = mix_seed(20550);
+    assert_eq!(o.mtu, 8192);
+    let r = run(&o);
+    assert!(r.ok(), "{}", r.summary());
+    assert_eq!(r.explain.unexplained_pairs, []);
+    assert_eq!(scenario::sim_timeout(8192), scenario::SIM_TIMEOUT + 1);
+    assert_eq!(scenario::sim_timeout(4096), scenario::SIM_TIMEOUT);
+}
