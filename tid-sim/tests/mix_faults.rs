@@ -64,3 +64,18 @@ fn an_8k_round_trip_behind_full_links_does_not_time_out() {
     assert_eq!(scenario::sim_timeout(8192), scenario::SIM_TIMEOUT + 1);
     assert_eq!(scenario::sim_timeout(4096), scenario::SIM_TIMEOUT);
 }
+
+/// Mix soak seed 20858: a stale copy of a WRITE_REQ arrived during an RNR
+/// episode and asked for the first segment's WRITE_RESP again; that
+/// segment's data then arrived (the first WRITE_RESP had got through),
+/// leaving the resend behind the received segments. The requester's
+/// resend after the RNR NAK rewound the entry past its allocated
+/// segments, and the WRITE was never answered again (RETRY_EXC_ERR, six
+/// retries no fault explains).
+#[test]
+fn a_resend_overtaken_by_its_data_moves_on() {
+    let o = mix_seed(20858);
+    assert!(o.stale > 0.0 && o.drop == 0.0, "{o:?}");
+    let r = run(&o);
+    assert!(r.all_succeeded(), "{}", r.summary());
+}

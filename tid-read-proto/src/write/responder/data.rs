@@ -11,7 +11,7 @@ use tid_flow::ring_count;
 
 use super::{AllocCtx, Env, RecvPath};
 use crate::responder::Responder;
-use crate::write::WriteRegions;
+use crate::write::{TidReqState, WriteRegions};
 
 /// What the responder did with a WRITE_DATA packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +76,11 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             return DataVerdict::InSequence;
         }
         f.psns.r_next_psn = next;
+        let resend_here = self
+            .w
+            .entries
+            .get(t)
+            .is_some_and(|e| e.req.flow_idx == ct && ring_count(e.req.setup_head, ct) != 0);
         if !self.retire_segment(t) {
             self.w.stats.dropped += 1;
             return DataVerdict::Dropped;
@@ -83,6 +88,9 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         self.w.alloc_w_segs = self.w.alloc_w_segs.saturating_sub(1);
         if let Some(e) = self.w.entries.get_mut(t) {
             e.comp_seg += 1;
+            if resend_here {
+                Self::skip_received_resend(e);
+            }
         }
         self.w.tid_nak = None;
         self.w.stats.segments_received += 1;
@@ -108,6 +116,28 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             DataVerdict::RequestDone
         } else {
             DataVerdict::SegmentDone
+        }
+    }
+
+    /// The segment whose WRITE_RESP a duplicate WRITE_REQ asked to send
+    /// again has all its data after all (the first WRITE_RESP got
+    /// through): the resend moves on with `clear_tail` instead of staying
+    /// behind it.
+    ///
+    /// Deviation from 6.1: `hfi1_rc_rcv_tid_rdma_write_data()` moves
+    /// `clear_tail` alone, so `flow_idx` falls behind it; the next
+    /// duplicate WRITE_REQ counts the WRITE_RESPs outstanding from there
+    /// (`CIRC_CNT(flow_idx, clear_tail)`, a whole ring) and rewinds to a
+    /// segment past the allocated ones, which the send engine can never
+    /// answer: a stale copy of the first WRITE_REQ during an RNR episode,
+    /// then the data, then the requester's resend, and the WRITE was
+    /// never answered again (`tid-sim/tests/mix_faults.rs`:
+    /// `a_resend_overtaken_by_its_data_moves_on`).
+    fn skip_received_resend(e: &mut super::WriteEntry<P>) {
+        e.req.flow_idx = e.req.clear_tail;
+        e.cur_seg = e.cur_seg.max(e.comp_seg);
+        if ring_count(e.req.setup_head, e.req.flow_idx) == 0 {
+            e.state = TidReqState::Active;
         }
     }
 
