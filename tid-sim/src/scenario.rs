@@ -71,8 +71,6 @@ use hfi1_hal::consts::NUM_TID_FLOWS;
 use hfi1_hal::Psn;
 use hfi1_hal::consts::PAGE_SIZE;
 use hfi1_hal::lock_order::{LockToken, Unlocked};
-use tid_flow::Sge;
-use tid_harness::doubles::PageAllocator;
 use tid_harness::platform::SoftPlatform;
 use tid_harness::world::{Arrival, AtRequester, AtResponder, Setup, TwoNodes};
 use tid_read_proto::rc::retry::Timer;
@@ -80,7 +78,7 @@ use tid_read_proto::rc::{EngineError, WcStatus};
 
 use crate::cli::{Ops, Options};
 use crate::explain::{Fault, Ledger};
-use crate::fabric::{Faults, Link, PacketKind};
+use crate::fabric::{Faults, Link};
 use crate::link::{WirePacket, ship};
 use crate::observe::{Fate, Observer, Progress, Seen, Taps};
 use crate::pcap::PcapWriter;
@@ -90,11 +88,14 @@ use crate::series::{Sample, Series};
 pub use crate::soak::soak_options;
 
 mod deliver;
+mod finish;
 mod held;
 mod hooks;
+mod post;
 mod timers;
 mod write;
 
+use post::read_sizes;
 use timers::Deadline;
 
 /// First IB PSN of every connection.
@@ -145,45 +146,6 @@ const MAX_IDLE_NS: f64 = 700e6;
 const WIRE_BYTES_PER_NS: f64 = 12.5;
 /// Scheduler steps between progress reports.
 const PROGRESS_STEPS: u64 = 4096;
-
-/// A fragmented destination buffer of `bytes`: a seeded mix of contiguous
-/// runs (2..=64 pages) and single scattered pages, never adjacent to the
-/// previous run, sometimes handed out in descending address order.
-fn fragmented(pages: &mut PageAllocator, rng: &mut Rng, bytes: u32) -> Vec<Sge> {
-    let mut left = u64::from(bytes.div_ceil(PAGE_SIZE));
-    let mut runs = Vec::new();
-    while left > 0 {
-        let len = if rng.chance(0.4) {
-            1
-        } else {
-            (2 + rng.below(63)).min(left)
-        }
-        .min(left);
-        runs.push(pages.run(1 + rng.below(7), len));
-        left -= len;
-    }
-    if rng.chance(0.3) {
-        runs.reverse();
-    }
-    runs
-}
-
-/// The READ sizes one QP posts for its `per_qp` bytes: `--read-sizes`
-/// in turn, or `--request` each; the last one takes what is left.
-fn read_sizes(opts: &Options, per_qp: u64) -> VecDeque<u32> {
-    let cycle = opts.read_cycle();
-    let mut sizes = VecDeque::new();
-    let mut left = per_qp;
-    for &r in cycle.iter().cycle() {
-        if left == 0 {
-            break;
-        }
-        let n = left.min(r);
-        sizes.push_back(n as u32);
-        left -= n;
-    }
-    sizes
-}
 
 /// A run's faults (none in the default scenario).
 #[derive(Debug, Clone, Copy, Default)]
@@ -353,36 +315,6 @@ impl<'a, O: Observer> Scenario<'a, O> {
         })
     }
 
-    /// Posts what every requester's send queue takes.
-    pub fn start(&mut self) {
-        for i in 0..self.to_post.len() {
-            self.post_more(i);
-        }
-    }
-
-    /// Posts requests while requester `i`'s send queue has room.
-    fn post_more(&mut self, i: usize) {
-        while self.nodes.can_post(i, &mut self.root) {
-            let Some(&(len, write)) = self.to_post[i].front() else {
-                break;
-            };
-            if write && !self.nodes.can_post_write(i, len, &mut self.root) {
-                break;
-            }
-            let sges = fragmented(&mut self.nodes.pages, &mut self.rng, len);
-            let posted = if write {
-                self.nodes.post_write(i, sges, &mut self.root)
-            } else {
-                self.nodes.post(i, sges, &mut self.root)
-            };
-            if posted.is_err() {
-                self.rep.engine_errors += 1;
-                break;
-            }
-            self.to_post[i].pop_front();
-        }
-    }
-
     /// The actions that can happen now. Link-level flow control: a node
     /// sends only while its link has credits, so the wire (one delivery
     /// per step) paces the engines and a packet's time in flight stays
@@ -530,108 +462,5 @@ impl<'a, O: Observer> Scenario<'a, O> {
             self.sync_reap(i);
         }
         self.ship(false);
-    }
-
-    /// Gathers the counters, reads what is still held, flushes every QP.
-    pub fn finish(mut self) -> Report {
-        let mut rep = std::mem::take(&mut self.rep);
-        rep.sim_ns = self.clock.ns as u64;
-        self.finish_details(&mut rep);
-        let s = self.nodes.requester_stats(&mut self.root);
-        rep.segments = s.segments;
-        rep.plain_reads = s.plain_reads;
-        rep.tid_reads = s.requests;
-        rep.tid_waits = s.tid_waits;
-        rep.flow_waits = s.flow_waits;
-        rep.syncs = s.syncs;
-        if std::env::var_os("TID_SIM_DEBUG").is_some() {
-            eprintln!("requester stats {s:?}");
-        }
-        rep.resp_dropped = s.resp_dropped;
-        rep.kdeth_errors = s.kdeth_errors;
-        rep.retransmits = s.retransmits;
-        rep.restarts = s.restarts;
-        rep.timeouts = s.timeouts;
-        rep.stale_dropped = s.stale_dropped;
-        let r = self.nodes.responder_stats(&mut self.root);
-        rep.naks = r.naks;
-        self.finish_writes(&mut rep);
-        for (k, v) in [
-            ("requester_stale_generation", s.stale_dropped),
-            ("requester_tid_error", s.tid_dropped),
-            ("requester_ib_psn_check", s.psn_dropped),
-            ("requester_sw_psn_check", s.sw_dropped),
-            ("requester_ack_filter", s.ack_dropped),
-            ("requester_no_request", s.no_request),
-            ("responder_duplicate_ignored", r.duplicates_ignored),
-            ("responder_in_error", r.dropped_in_error),
-            ("responder_nak_dropped", r.naks_dropped),
-        ] {
-            rep.drops.insert(k.into(), v);
-        }
-        for (i, q) in rep.per_qp.iter_mut().enumerate() {
-            let (req, resp) = self.nodes.states(i, &mut self.root);
-            q.requester_state = req.name().into();
-            q.responder_state = resp.name().into();
-        }
-        for i in 0..self.to_post.len() {
-            if !self.to_post[i].is_empty() || self.nodes.posted(i).next().is_some() {
-                rep.stuck_qps += 1;
-                if std::env::var_os("TID_SIM_DEBUG").is_some() {
-                    self.debug_stuck(i);
-                }
-            }
-        }
-        let (sa, sb) = (self.to_responder.stats(), self.to_requester.stats());
-        rep.packets = sa.sent + sb.sent;
-        rep.delivered = sa.delivered + sb.delivered;
-        rep.duplicated = sa.duplicated + sb.duplicated;
-        rep.stale_injected = sa.stale_injected + sb.stale_injected;
-        rep.reordered = sa.reordered + sb.reordered;
-        for (k, kind) in PacketKind::ALL.iter().enumerate() {
-            let n =
-                sa.dropped.get(k).copied().unwrap_or(0) + sb.dropped.get(k).copied().unwrap_or(0);
-            *rep.drops
-                .entry(format!("fabric_{}", kind.name()))
-                .or_default() += n;
-        }
-        *rep.drops.entry("malformed".into()).or_default() += rep.malformed;
-        self.held_at_end(&mut rep);
-        rep.explain = self.ledger.explained();
-        rep
-    }
-
-    fn debug_stuck(&mut self, i: usize) {
-        {
-            let g = self.nodes.responders[i].s_lock.lock(&mut self.root);
-            eprintln!(
-                "  responder {i}: flow {:?} {:?}",
-                g.ext.flow, g.ext.write_responder
-            );
-        }
-        let mut g = self.nodes.requesters[i].s_lock.lock(&mut self.root);
-        eprintln!(
-            "stuck qp {i}: waiting {} flow {:?} {:?}",
-            g.waiting(),
-            g.ext.flow,
-            g.ext.requester
-        );
-        let (_, tok) = g.parts();
-        let e = self.nodes.rcd.exp_lock.lock(tok);
-        eprintln!(
-            "  flow queue {:?} rarr queue {:?} free groups {}",
-            e.waiters.iter(qp_wait::QueueKind::Flow).collect::<Vec<_>>(),
-            e.waiters
-                .iter(qp_wait::QueueKind::RcvArray)
-                .collect::<Vec<_>>(),
-            e.groups.free_groups()
-        );
-        let sched = &self.nodes.rcd.sched;
-        eprintln!(
-            "  triggers queued {} coalesced {} sends {}",
-            sched.triggers_queued(),
-            sched.triggers_coalesced(),
-            sched.sends_scheduled()
-        );
     }
 }
