@@ -382,6 +382,18 @@ impl Report {
         let mut s = String::new();
         let verdict = if self.ok() { "PASS" } else { "FAIL" };
         let _ = writeln!(s, "tid-sim: {verdict}  ({})", self.inputs_line());
+        self.outcome_lines(&mut s);
+        self.write_lines(&mut s);
+        self.traffic_lines(&mut s);
+        self.recovery_lines(&mut s);
+        self.speed_line(&mut s);
+        self.held_lines(&mut s);
+        s
+    }
+
+    /// The `verified`, `requests` and `reads` lines: what was checked and
+    /// how the requests ended.
+    fn outcome_lines(&self, s: &mut String) {
         let _ = writeln!(
             s,
             "  verified   {} of {} bytes, {} differ",
@@ -406,7 +418,11 @@ impl Report {
             Self::nonzero(&self.completions, ""),
             self.wrong_statuses
         );
-        self.write_lines(&mut s);
+    }
+
+    /// The `waits`, `packets`, `faults` and `discarded` lines: what the
+    /// engines waited for and what the fabric carried, injected and lost.
+    fn traffic_lines(&self, s: &mut String) {
         let _ = writeln!(
             s,
             "  waits      {} for TID space, {} for a hardware flow; {} SYNC points",
@@ -438,6 +454,11 @@ impl Report {
             self.malformed,
             self.kdeth_errors
         );
+    }
+
+    /// The `recovery`, `explained` and `link` lines: how the QPs recovered,
+    /// whether the faults explain it, and the simulated throughput.
+    fn recovery_lines(&self, s: &mut String) {
         let _ = writeln!(
             s,
             "  recovery   {} restarts ({} by timeout), {} READ_REQs resent, {} NAKs",
@@ -451,7 +472,11 @@ impl Report {
             100.0 * self.link_utilisation(),
             self.sim_ns as f64 / 1e6
         );
-        self.speed_line(&mut s);
+    }
+
+    /// The `left held` and `locks` lines: what the run leaked, left stuck
+    /// or got wrong, and the lock-order checks.
+    fn held_lines(&self, s: &mut String) {
         let held = Self::nonzero(&self.leaked, "");
         let _ = writeln!(
             s,
@@ -465,7 +490,6 @@ impl Report {
             "  locks      {} acquisitions checked for order, no violation",
             self.lock_checks
         );
-        s
     }
 
     /// The WRITE lines of the summary, when the run wrote.
