@@ -103,9 +103,8 @@ fn writes_below_the_tid_minimum_are_refused() {
 
 /// A mixed run's capture, with segment tails dropped on the way to the
 /// responder so the requester's TID retry sends RESYNCs: every TID RDMA
-/// opcode is in it. (The responder cannot receive a RESYNC yet, so that
-/// run does not finish its WRITEs; the clean mixed run above is the one
-/// whose verdict counts.)
+/// opcode is in it, and the run passes (the responder takes the RESYNC
+/// and every WRITE completes with its bytes checked).
 fn mixed_capture() -> Vec<u8> {
     let o = Options {
         qps: 2,
@@ -121,7 +120,12 @@ fn mixed_capture() -> Vec<u8> {
         to_requester: Faults::default(),
     };
     let mut w = PcapWriter::new(Vec::new()).unwrap();
-    let _ = scenario::run(&o, faults, Some(&mut w));
+    let r = scenario::run(&o, faults, Some(&mut w));
+    assert!(r.ok(), "{}", r.summary());
+    assert!(
+        r.write.resyncs_received > 0,
+        "no RESYNC reached the responder"
+    );
     w.finish().unwrap()
 }
 
