@@ -21,7 +21,6 @@ use kmod_glue::kplat::*;
 use kmod_glue::qp::*;
 use kmod_glue::waittest::*;
 
-#[path = "engine_host/proto.rs"]
 mod proto;
 
 const EAGAIN: i32 = -11;
