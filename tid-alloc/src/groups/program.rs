@@ -156,15 +156,7 @@ impl GroupPairs {
         let mut npkts = 0u32;
         for ((p, pair), e) in (0u8..).zip(chunk.chunks_exact(2)).zip(&mut entries) {
             let [a, b] = pair else { continue };
-            let even = self.abs_base.wrapping_add(2 * u32::from(p));
-            put_set(rcv, even, a);
-            put_set(rcv, even.wrapping_add(1), b);
-            let ctrl = if b.is_filler() {
-                TidCtrl::Even
-            } else {
-                TidCtrl::Pair
-            };
-            let pages = u32::from(a.count).wrapping_add(u32::from(b.count));
+            let (ctrl, pages) = self.put_sets(rcv, p, a, b);
             *e = self.entry(p, ctrl, pages);
             npkts = npkts.wrapping_add(shape.packets(pages));
         }
@@ -185,6 +177,15 @@ impl GroupPairs {
         shape: PacketShape,
         out: &mut (impl ProgramSink + ?Sized),
     ) -> u32 {
+        let (ctrl, pages) = self.put_sets(rcv, p, a, b);
+        self.push_entry(p, ctrl, pages, shape, out)
+    }
+
+    /// Writes `a` and `b` into the two RcvArray slots of pair `p`; returns
+    /// the pair's CTRL (a filler in the odd slot makes it an even entry)
+    /// and its pages.
+    #[inline(always)]
+    fn put_sets(self, rcv: &mut impl RcvArray, p: u8, a: &PageSet, b: &PageSet) -> (TidCtrl, u32) {
         let even = self.abs_base.wrapping_add(2 * u32::from(p));
         put_set(rcv, even, a);
         put_set(rcv, even.wrapping_add(1), b);
@@ -193,8 +194,7 @@ impl GroupPairs {
         } else {
             TidCtrl::Pair
         };
-        let pages = u32::from(a.count).wrapping_add(u32::from(b.count));
-        self.push_entry(p, ctrl, pages, shape, out)
+        (ctrl, u32::from(a.count).wrapping_add(u32::from(b.count)))
     }
 
     /// Pair `p` as the two bits of the node's `taken` map say:
