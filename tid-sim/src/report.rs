@@ -345,6 +345,9 @@ impl Report {
             o.mtu,
             o.seed
         );
+        if let Some(g) = o.resp_groups {
+            let _ = write!(s, " --resp-groups {g}");
+        }
         for (name, p) in [("drop", o.drop), ("dup", o.dup), ("stale", o.stale)] {
             if p > 0.0 {
                 let _ = write!(s, " --{name} {p}");

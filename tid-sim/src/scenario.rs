@@ -278,7 +278,7 @@ impl<'a, O: Observer> Scenario<'a, O> {
             first_psn: Psn::new(FIRST_PSN),
             seed: opts.seed ^ 0xA5A5,
             region_len: per_qp,
-            resp_groups: opts.groups as usize,
+            resp_groups: opts.responder_groups() as usize,
             write_region_len: if opts.ops.writes() { per_qp } else { 0 },
             timeout: sim_timeout(opts.mtu),
             ..Setup::default()

@@ -79,3 +79,27 @@ fn a_resend_overtaken_by_its_data_moves_on() {
     let r = run(&o);
     assert!(r.all_succeeded(), "{}", r.summary());
 }
+
+/// A hostile mix on a responder with room for few WRITE segments loses
+/// most of its WRITEs to RNR retries running out while the losses eat
+/// the budget; the same run with a roomy responder completes every
+/// request. `--resp-groups` sizes the responder alone.
+#[test]
+fn a_lossy_mix_completes_when_the_responder_has_room() {
+    let base = Options {
+        ops: Ops::Mix,
+        drop: 0.02,
+        ..Options::default()
+    };
+    let tight = run(&base);
+    let roomy = run(&Options {
+        resp_groups: Some(128),
+        ..base.clone()
+    });
+    assert!(!tight.all_succeeded(), "{}", tight.summary());
+    assert!(tight.ok(), "{}", tight.summary());
+    assert!(roomy.all_succeeded(), "{}", roomy.summary());
+    assert!(roomy.ok(), "{}", roomy.summary());
+    assert_ne!(tight.inputs_line(), roomy.inputs_line());
+    assert!(roomy.inputs_line().contains("--resp-groups 128"));
+}
