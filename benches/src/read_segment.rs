@@ -6,7 +6,7 @@
 //! here):
 //!
 //! 1. the requester posts the READ and its send engine runs: hardware
-//!    flow, `exp_rcv_setup` of the 64 pages (scattered, or contiguous),
+//!    flow, `setup_segment` of the 64 pages (scattered, or contiguous),
 //!    the READ_REQ built into the send buffer (`tid_read_proto::qp`);
 //! 2. the responder parses the READ_REQ (its ICRC checked) and validates
 //!    it (`read_req::validate`), then builds the 64 READ_RESP headers

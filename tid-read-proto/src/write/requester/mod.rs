@@ -320,7 +320,7 @@ impl<P: FlowPlatform> Requester<P> {
         let retry = self.write.s_retry;
         for (_, w) in self.sq.unfinished_mut() {
             if let Some(t) = w.write.as_mut().and_then(|x| x.tid.as_mut()) {
-                if t.req.clean_swqe().is_err() {
+                if t.req.free_flow_records().is_err() {
                     self.stats.clean_refused += 1;
                 }
             }
