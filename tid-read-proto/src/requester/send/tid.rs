@@ -19,10 +19,10 @@ use super::Step;
 use crate::opfn::timeout_shift;
 use crate::qualify::div_round_up_mtu;
 use crate::rc::{EngineError, PacketSink};
-use crate::read_req::{ReadReq, ReadReqFlow};
-use crate::read_resp::Cursor;
 use crate::requester::wqe::{ReqState, SegState};
 use crate::requester::{Env, Requester, SendState};
+use crate::response_stream::Cursor;
+use crate::segment_request::{ReadReq, ReadReqFlow};
 
 /// Where byte `at` of a scatter list lies.
 fn sge_cursor_at(sges: &[tid_flow::Sge], at: u64) -> tid_flow::SgeCursor {
