@@ -320,18 +320,31 @@ mod tests {
         assert_eq!(n, 64);
     }
 
-    /// One case per check, in the driver's order: a long table, not long
-    /// logic.
-    #[test]
-    fn each_reject_and_its_nak() {
-        let e = [TidEntry::new(0, TidCtrl::Pair, 2).unwrap()];
-        let pl = payload(&e);
-        let ok = |_, _, _| true;
-        let req = |len| Request {
+    /// One entry of two pages: what the rejects below start from.
+    fn two_pages() -> (TidEntry, Vec<u8>) {
+        let e = TidEntry::new(0, TidCtrl::Pair, 2).unwrap();
+        (e, payload(&[e]))
+    }
+
+    /// A request for `len` bytes at the expected PSN with `payload`.
+    fn request(len: u32, payload: &[u8]) -> Request<'_> {
+        Request {
             psn: Psn::new(50),
             header: header(len),
-            payload: &pl,
-        };
+            payload,
+        }
+    }
+
+    fn ok(_: u64, _: u32, _: u32) -> bool {
+        true
+    }
+
+    /// One case per check on the QP and the header (checks 1 to 5 of the
+    /// module doc), in the driver's order.
+    #[test]
+    fn each_reject_and_its_nak() {
+        let (_, pl) = two_pages();
+        let req = |len| request(len, &pl);
         let mut q = qp();
         q.remote_read = false;
         let r = validate(&q, &req(8192), ok).unwrap_err();
@@ -359,6 +372,14 @@ mod tests {
         assert_eq!(r.nak(), Some(NakCode::RemoteOperationalError));
         let r = validate(&qp(), &req(8192), |_, _, _| false).unwrap_err();
         assert_eq!(r.nak(), Some(NakCode::RemoteAccessError));
+    }
+
+    /// One case per check on the payload (check 6 of the module doc), and
+    /// the longest payload that passes.
+    #[test]
+    fn each_payload_reject_and_its_nak() {
+        let (e, pl) = two_pages();
+        let req = |len| request(len, &pl);
         let r = validate(&qp(), &req(12288), ok).unwrap_err();
         assert_eq!(
             r,
@@ -369,45 +390,17 @@ mod tests {
         );
         assert_eq!(r.nak(), Some(NakCode::InvalidRequest));
         let long = payload(&[TidEntry::new(0, TidCtrl::Even, 1).unwrap(); 65]);
-        let r = validate(
-            &qp(),
-            &Request {
-                payload: &long,
-                ..req(8192)
-            },
-            ok,
-        )
-        .unwrap_err();
+        let r = validate(&qp(), &request(8192, &long), ok).unwrap_err();
         assert_eq!(r, Reject::PayloadTooLong(260));
-        let zero = payload(&[e[0], TidEntry::from_raw(1 << 20)]);
-        let r = validate(
-            &qp(),
-            &Request {
-                payload: &zero,
-                ..req(8192)
-            },
-            ok,
-        )
-        .unwrap_err();
+        let zero = payload(&[e, TidEntry::from_raw(1 << 20)]);
+        let r = validate(&qp(), &request(8192, &zero), ok).unwrap_err();
         assert_eq!(r, Reject::EmptyEntry(1));
-        let r = validate(
-            &qp(),
-            &Request {
-                payload: &[],
-                ..req(8192)
-            },
-            ok,
-        )
-        .unwrap_err();
+        let r = validate(&qp(), &request(8192, &[]), ok).unwrap_err();
         assert!(matches!(r, Reject::EntriesTooShort { covered: 0, .. }));
         // 64 entries exactly is fine; a trailing partial word is ignored.
         let max = payload(&[TidEntry::new(0, TidCtrl::Even, 1).unwrap(); 64]);
         for p in [&max[..], &max[..255]] {
-            let r = Request {
-                payload: p,
-                ..req(8192)
-            };
-            assert!(validate(&qp(), &r, ok).is_ok());
+            assert!(validate(&qp(), &request(8192, p), ok).is_ok());
         }
     }
 }
