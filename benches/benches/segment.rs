@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! Benchmarks of a full segment setup and clear (`tid_flow::exp_rcv_setup`
-//! + `tid_flow::exp_rcv_clear`), locks and flow state included.
+//! Benchmarks of a full segment setup and clear (`tid_flow::setup_segment`
+//! + `tid_flow::clear_segment`), locks and flow state included.
 //!
 //! Platform: the sim chip (call log off), an identity DMA map that only
 //! counts live mappings (the sim's `SimDma` keeps a map of every mapping
@@ -35,8 +35,8 @@ use hfi1_hal::sim::{SimAllocator, SimContext, SimRef, SimScheduler};
 use hfi1_hal::sync::SpinLock;
 use qp_wait::{DevCounters, Qp, SendState, WaitPlatform};
 use tid_flow::{
-    FlowPlatform, QpFlowState, QpLocked, RcvCtxt, Sge, SgeCursor, TidRequest, exp_rcv_clear,
-    exp_rcv_setup, setup_hw_flow,
+    FlowPlatform, QpFlowState, QpLocked, RcvCtxt, Sge, SgeCursor, TidRequest, clear_segment,
+    setup_hw_flow, setup_segment,
 };
 
 enum Bench {}
@@ -111,8 +111,8 @@ fn qp(rcd: &RcvCtxt<Bench>, slot: u32, root: &mut LockToken<'_, Unlocked>) -> Qp
 fn cycle(rcd: &RcvCtxt<Bench>, q: &mut Qpx, sges: &[Sge], root: &mut LockToken<'_, Unlocked>) {
     let mut g = q.qp.s_lock.lock(root);
     q.req.cursor = SgeCursor::default();
-    exp_rcv_setup(rcd, &mut q.req, &q.qp, QpLocked::from_guard(&mut g), sges).expect("setup");
-    exp_rcv_clear(rcd, &mut q.req, &q.qp, QpLocked::from_guard(&mut g)).expect("clear");
+    setup_segment(rcd, &mut q.req, &q.qp, QpLocked::from_guard(&mut g), sges).expect("setup");
+    clear_segment(rcd, &mut q.req, &q.qp, QpLocked::from_guard(&mut g)).expect("clear");
 }
 
 fn segment(c: &mut Criterion) {

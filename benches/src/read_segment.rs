@@ -6,10 +6,10 @@
 //! here):
 //!
 //! 1. the requester posts the READ and its send engine runs: hardware
-//!    flow, `exp_rcv_setup` of the 64 pages (scattered, or contiguous),
+//!    flow, `setup_segment` of the 64 pages (scattered, or contiguous),
 //!    the READ_REQ built into the send buffer (`tid_read_proto::qp`);
 //! 2. the responder parses the READ_REQ (its ICRC checked) and validates
-//!    it (`read_req::validate`), then builds the 64 READ_RESP headers
+//!    it (`admission::validate`), then builds the 64 READ_RESP headers
 //!    (`RespBuilder` and the header written into a buffer);
 //! 3. the requester receives the segment's last READ_RESP, the one the
 //!    chip delivers (`qp::receive_read_resp`): the segment and the READ
@@ -29,12 +29,12 @@ use hfi1_hal::sync::SpinLock;
 use qp_wait::Qp;
 use tid_flow::{RcvCtxt, Sge};
 use tid_harness::world::{Setup, new_qp};
+use tid_read_proto::admission::{QpView, Request, validate};
 use tid_read_proto::packet::{self, MAX_PACKET, Parsed};
 use tid_read_proto::qp::{self as tqp, TidQp};
 use tid_read_proto::rc::{PacketSink, WcStatus};
-use tid_read_proto::read_req::{QpView, Request, validate};
-use tid_read_proto::read_resp::RespBuilder;
 use tid_read_proto::requester::ReadWr;
+use tid_read_proto::response_stream::RespBuilder;
 use tid_read_proto::wire::{aeth, read_resp};
 
 use crate::{IdDma, bench_ctxt};

@@ -363,7 +363,7 @@ pub unsafe extern "C" fn hfi1_tid_free_flows(qp: *mut KQp, req: *mut Req) -> i32
     // SAFETY: forwarded from the caller (s_lock held).
     unsafe {
         with_held_s_lock(qp, |_, _| {
-            errno::ret(req.req.clean_swqe().map_err(Errno::from))
+            errno::ret(req.req.free_flow_records().map_err(Errno::from))
         })
     }
 }
@@ -391,7 +391,7 @@ pub unsafe extern "C" fn hfi1_tid_req_destroy(req: *mut Req) -> i32 {
     if r.req.in_flight() != 0 || r.req.holds_mappings() {
         return Errno::BUSY.to_neg();
     }
-    if let Err(e) = r.req.clean_swqe() {
+    if let Err(e) = r.req.free_flow_records() {
         return Errno::from(e).to_neg();
     }
     // SAFETY: `req` came from `Box::into_raw` and is not used again.
@@ -451,7 +451,7 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_setup(
     // SAFETY: forwarded from the caller.
     unsafe {
         with_s_lock(rcd, qp, |rcd, r, s| {
-            let res = tid_flow::segment::exp_rcv_setup(
+            let res = tid_flow::segment::setup_segment(
                 rcd,
                 &mut req.req,
                 r,
@@ -489,7 +489,7 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear(
     unsafe {
         with_s_lock(rcd, qp, |rcd, r, s| {
             let res =
-                tid_flow::segment::exp_rcv_clear(rcd, &mut req.req, r, QpLocked::from_guard(s));
+                tid_flow::segment::clear_segment(rcd, &mut req.req, r, QpLocked::from_guard(s));
             errno::ret(res.map_err(Errno::from))
         })
     }
@@ -520,7 +520,7 @@ pub unsafe extern "C" fn hfi1_tid_exp_rcv_clear_all(
     // SAFETY: forwarded from the caller.
     unsafe {
         with_s_lock(rcd, qp, |rcd, r, s| {
-            tid_flow::segment::exp_rcv_clear_all(rcd, &mut req.req, r, QpLocked::from_guard(s));
+            tid_flow::segment::clear_all_segments(rcd, &mut req.req, r, QpLocked::from_guard(s));
             0
         })
     }

@@ -12,8 +12,8 @@
 //! - [`TidRequest`]: one request's ring of eight [`FlowRecord`]s
 //!   (`setup_head`, `clear_tail`, `flow_idx`), allocated lazily
 //!   ([`TidRequest::alloc_flows`]) and freed by
-//!   [`TidRequest::clean_swqe`]; [`exp_rcv_setup`], [`exp_rcv_clear`],
-//!   [`exp_rcv_clear_all`], [`TidRequest::find_flow_ib`].
+//!   [`TidRequest::free_flow_records`]; [`setup_segment`], [`clear_segment`],
+//!   [`clear_all_segments`], [`TidRequest::find_flow_ib`].
 //!
 //! A [`FlowRecord`] exposes what the protocol needs: page sets, TID
 //! entries, packet count, flow index, generation, first/last flow
@@ -35,7 +35,7 @@
 //! use hfi1_hal::lock_order::LockToken;
 //! use hfi1_hal::services::AllocContext;
 //! use tid_flow::sim::{new_ctxt, new_qp};
-//! use tid_flow::{QpLocked, Sge, TidRequest, exp_rcv_clear, exp_rcv_setup, setup_hw_flow};
+//! use tid_flow::{QpLocked, Sge, TidRequest, clear_segment, setup_segment, setup_hw_flow};
 //!
 //! // A receive context of 16 TID groups (128 RcvArray entries), one QP.
 //! let rcd = new_ctxt(1, 0, 16, 4, 7).unwrap();
@@ -52,12 +52,12 @@
 //! // The driver enters with the QP's s_lock held; exp_lock is taken inside.
 //! let mut g = qp.s_lock.lock(&mut root);
 //! setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
-//! exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+//! setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
 //! let f = req.flow(0).unwrap();
 //! assert_eq!(f.pagesets.len(), 64); // one RcvArray entry per page
 //! assert_eq!(f.npkts, 64); // one READ_RESP per page at a 4 KiB MTU
 //! assert!(!f.tid_entries.is_empty() && f.is_programmed());
-//! exp_rcv_clear(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
+//! clear_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
 //! assert!(req.flow(0).is_none_or(|f| !f.is_programmed()));
 //! ```
 //!
@@ -77,8 +77,8 @@
 //! | function | needs | takes |
 //! |---|---|---|
 //! | [`setup_hw_flow`], [`clear_hw_flow`], [`regenerate_hw_flow`] | the QP's `s_lock` ([`QpLocked`]) | `exp_lock` |
-//! | [`exp_rcv_setup`], [`exp_rcv_clear`], [`exp_rcv_clear_all`], [`exp_rcv_retire`], [`release_retired`] | the QP's `s_lock` ([`QpLocked`], `&mut TidRequest`) | `exp_lock` |
-//! | [`TidRequest::alloc_flows`], [`TidRequest::clean_swqe`], [`TidRequest::find_flow_ib`] | the QP's `s_lock` (`&mut`/`&` of the request) | nothing |
+//! | [`setup_segment`], [`clear_segment`], [`clear_all_segments`], [`retire_segment`], [`release_retired`] | the QP's `s_lock` ([`QpLocked`], `&mut TidRequest`) | `exp_lock` |
+//! | [`TidRequest::alloc_flows`], [`TidRequest::free_flow_records`], [`TidRequest::find_flow_ib`] | the QP's `s_lock` (`&mut`/`&` of the request) | nothing |
 //! | [`HwFlows`] methods | `exp_lock` (`&mut HwFlows` from the guard) | nothing |
 //! | [`resync_hw_flow`], [`wait_position`] | the QP's `s_lock` ([`QpLocked`]) | `exp_lock` |
 //! | the WRITE requester's ring steps ([`TidRequest::push_remote`], [`TidRequest::sent_remote`], [`TidRequest::acked_remote`], ...) | the QP's `s_lock` (`&mut` of the request) | nothing |
@@ -132,14 +132,14 @@ pub use ctxt::{
 pub use flows::{FlowStore, HwFlows, NoFreeFlow, QpFlow, QpFlowState};
 pub use remote::RemoteSegment;
 pub use resync::{resync_hw_flow, resync_hw_flow_with, wait_position, wait_position_with};
-pub use retire::{Retired, exp_rcv_retire, release_retired};
+pub use retire::{Retired, release_retired, retire_segment};
 pub use segment::{
-    FlowRecord, FlowRing, SegmentPsns, Sge, SgeCursor, SgeWalk, TidRequest, exp_rcv_clear,
-    exp_rcv_clear_all, exp_rcv_setup, ring_count, ring_next, ring_space,
+    FlowRecord, FlowRing, SegmentPsns, Sge, SgeCursor, SgeWalk, TidRequest, clear_all_segments,
+    clear_segment, ring_count, ring_next, ring_space, setup_segment,
 };
 pub use setup::{
-    FlowRingStore, FlowSetup, PageWalk, SegmentRecord, exp_rcv_clear_all_with, exp_rcv_clear_with,
-    exp_rcv_setup_with,
+    FlowRingStore, FlowSetup, PageWalk, SegmentRecord, clear_all_segments_with, clear_segment_with,
+    setup_segment_with,
 };
 
 /// Errors of this crate. `kmod-glue` maps them to errno.

@@ -4,10 +4,10 @@
 //! does) but must not hand them to another segment while a late packet of
 //! the flow generation they served can still be placed through them.
 //!
-//! 1. [`exp_rcv_retire`] at the segment's last packet: the entries are
+//! 1. [`retire_segment`] at the segment's last packet: the entries are
 //!    written INVALID (a late packet then meets a TID error and nothing is
 //!    placed), the buffers are unmapped, the page sets forgotten and
-//!    `clear_tail` advances, as [`crate::setup::exp_rcv_clear_with`]
+//!    `clear_tail` advances, as [`crate::setup::clear_segment_with`]
 //!    does; but the entries stay reserved in the TID groups and come back
 //!    as a [`Retired`] reservation.
 //! 2. [`release_retired`] once the flow has left that generation: the
@@ -53,9 +53,11 @@ impl Retired {
     }
 }
 
-/// Retires the oldest segment of `req` (step 1 of the module doc).
-/// Kernel: the unprogramming, unmapping and `clear_tail` step of
-/// `hfi1_kern_exp_rcv_clear()`, without the release of the groups.
+/// Retires the oldest segment of `req`. Kernel: `hfi1_kern_exp_rcv_clear()`
+/// (its unprogramming, unmapping and `clear_tail` step).
+///
+/// Step 1 of the module doc: the TID groups' release is left to
+/// [`release_retired`].
 ///
 /// # Locking
 ///
@@ -65,7 +67,7 @@ impl Retired {
 ///
 /// [`FlowError::Invalid`] on an empty ring; [`FlowError::NoFlowRecords`]
 /// without records.
-pub fn exp_rcv_retire<C, Q, F>(
+pub fn retire_segment<C, Q, F>(
     rcd: &C,
     req: &mut Q,
     qp_locked: QpLocked<'_, '_, F>,

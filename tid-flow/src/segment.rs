@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! A request's flow ring and its flow records as the software platform
 //! keeps them ([`TidRequest`], [`FlowRecord`]), and the sim-facing entry
-//! points of segment setup and teardown (`exp_rcv_setup` /
-//! `exp_rcv_clear`), which run the engine of [`crate::setup`] on them.
+//! points of segment setup and teardown (`setup_segment` /
+//! `clear_segment`), which run the engine of [`crate::setup`] on them.
 //!
 //! The records and their ring are here; the request that owns them is in
 //! `request`, the walk of a scatter list into a segment's pages in `walk`.
@@ -21,7 +21,7 @@ use crate::setup::{FlowSetup, SegmentRecord};
 mod request;
 mod walk;
 
-pub use request::{TidRequest, exp_rcv_clear, exp_rcv_clear_all, exp_rcv_setup};
+pub use request::{TidRequest, clear_all_segments, clear_segment, setup_segment};
 pub use walk::{Sge, SgeCursor, SgeWalk};
 
 /// The ring size as the `u16` cursors use it.

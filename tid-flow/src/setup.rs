@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! Segment setup and teardown (`exp_rcv_setup` / `exp_rcv_clear`), written
+//! Segment setup and teardown (`hfi1_kern_exp_rcv_setup()` / `_clear()`), written
 //! once over the traits a request and its flow records are reached
 //! through: [`FlowRingStore`] (a request's ring, `struct
 //! tid_rdma_request`), [`SegmentRecord`] (one flow record, `struct
@@ -32,14 +32,14 @@
 //!   mapped ([`unmap_flow`]). Test: kmod-glue's
 //!   `a_failed_mapping_unmaps_only_what_it_mapped`.
 //! - **`clear_all` also clears a setup that had to wait.** A segment whose
-//!   page sets were found and mapped by an [`exp_rcv_setup_with`] that
+//!   page sets were found and mapped by a [`setup_segment_with`] that
 //!   then had to wait (queued for RcvArray space) keeps its mapping in the
 //!   driver, which `hfi1_kern_exp_rcv_clear_all()` leaves in place; the
 //!   request is then given up (every caller of `clear_all` in the driver
 //!   completes it in error or errors the QP, and its flow records are
 //!   freed by `__trdma_clean_swqe()`), and the mapping is never undone.
-//!   Here [`exp_rcv_clear_all_with`] unmaps that segment and forgets its
-//!   page sets, as [`exp_rcv_clear_with`] does for a segment that was set
+//!   Here [`clear_all_segments_with`] unmaps that segment and forgets its
+//!   page sets, as [`clear_segment_with`] does for a segment that was set
 //!   up. (Keeping the page sets for a retry would map them again from the
 //!   QP's page array, which another request of the QP may have overwritten
 //!   meanwhile; the driver never retries after `clear_all`.) Test:
@@ -272,9 +272,10 @@ fn get_phys_blocks<R: SegmentRecord + ?Sized>(
     map_flow(rec, dma)
 }
 
-/// Sets up the next segment of `req`: page sets, DMA mapping, RcvArray
-/// entries and the flow record's sequence numbers. `walk` is the
-/// request's scatter list. Kernel: `hfi1_kern_exp_rcv_setup()`.
+/// Sets up the next segment of `req`. Kernel: `hfi1_kern_exp_rcv_setup()`.
+///
+/// Page sets, DMA mapping, RcvArray entries and the flow record's
+/// sequence numbers; `walk` is the request's scatter list.
 ///
 /// 1. [`FlowError::Invalid`] if the ring is full or already holds
 ///    `n_flows` segments.
@@ -304,7 +305,7 @@ fn get_phys_blocks<R: SegmentRecord + ?Sized>(
 /// As above; [`FlowError::NoFlowRecords`] without flow records;
 /// [`FlowError::Alloc`] for page lists `tid-alloc` rejects (unaligned or
 /// null pages); [`FlowError::Wait`] if the QP cannot be queued.
-pub fn exp_rcv_setup_with<C, Q, F, W>(
+pub fn setup_segment_with<C, Q, F, W>(
     rcd: &C,
     req: &mut Q,
     qp: &C::Ref,
@@ -370,11 +371,12 @@ where
     Ok(())
 }
 
-/// Tears down the oldest segment of `req`: releases its RcvArray entries
-/// (and forgets them under `exp_lock`, so a second clear cannot free them
-/// twice), unmaps its buffers, forgets its page sets and advances
-/// `clear_tail`; then wakes the RcvArray queue's head (directly if it is
-/// this QP). Kernel: `hfi1_kern_exp_rcv_clear()`.
+/// Tears down the oldest segment of `req`. Kernel: `hfi1_kern_exp_rcv_clear()`.
+///
+/// Releases its RcvArray entries (and forgets them under `exp_lock`, so a
+/// second clear cannot free them twice), unmaps its buffers, forgets its
+/// page sets and advances `clear_tail`; then wakes the RcvArray queue's
+/// head (directly if it is this QP).
 ///
 /// # Locking
 ///
@@ -384,7 +386,7 @@ where
 ///
 /// [`FlowError::Invalid`] on an empty ring; [`FlowError::NoFlowRecords`]
 /// without flow records.
-pub fn exp_rcv_clear_with<C, Q, F>(
+pub fn clear_segment_with<C, Q, F>(
     rcd: &C,
     req: &mut Q,
     qp: &C::Ref,
@@ -417,15 +419,16 @@ where
     Ok(())
 }
 
-/// Tears down every segment of `req`, then unmaps and forgets a setup
-/// that had to wait (see the module doc: the driver leaves its mapping in
-/// place). The request is given up afterwards. Kernel:
-/// `hfi1_kern_exp_rcv_clear_all()`.
+/// Tears down every segment of `req`. Kernel: `hfi1_kern_exp_rcv_clear_all()`.
+///
+/// Then unmaps and forgets a setup that had to wait (see the module doc:
+/// the driver leaves its mapping in place). The request is given up
+/// afterwards.
 ///
 /// # Locking
 ///
-/// As [`exp_rcv_clear_with`].
-pub fn exp_rcv_clear_all_with<C, Q, F>(
+/// As [`clear_segment_with`].
+pub fn clear_all_segments_with<C, Q, F>(
     rcd: &C,
     req: &mut Q,
     qp: &C::Ref,
@@ -436,7 +439,7 @@ pub fn exp_rcv_clear_all_with<C, Q, F>(
     F: ?Sized,
 {
     while ring_count(req.setup_head(), req.clear_tail()) != 0 {
-        if exp_rcv_clear_with(rcd, req, qp, qp_locked.again()).is_err() {
+        if clear_segment_with(rcd, req, qp, qp_locked.again()).is_err() {
             break;
         }
     }

@@ -45,8 +45,8 @@ use qp_wait::{
 };
 use tid_flow::sim::{SimQpExt, new_ctxt_for, with_s_lock_held};
 use tid_flow::{
-    FlowError, FlowPlatform, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, exp_rcv_clear,
-    exp_rcv_setup, setup_hw_flow,
+    FlowError, FlowPlatform, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, clear_segment,
+    setup_hw_flow, setup_segment,
 };
 
 /// The sim platform with the lock-order checker as its lock backend (the
@@ -238,7 +238,7 @@ impl World {
             match self.need {
                 Need::Flow => Ok(()),
                 Need::FlowAndSegment => {
-                    exp_rcv_setup(&self.rcd, req, qp, QpLocked::from_guard(g), sges)
+                    setup_segment(&self.rcd, req, qp, QpLocked::from_guard(g), sges)
                 }
             }
         })
@@ -269,7 +269,7 @@ impl World {
         let mut root = LockToken::root();
         with_s_lock_held::<Checked, _>(qp, &mut root, |g| {
             if self.need == Need::FlowAndSegment {
-                exp_rcv_clear(&self.rcd, req, qp, QpLocked::from_guard(g)).unwrap();
+                clear_segment(&self.rcd, req, qp, QpLocked::from_guard(g)).unwrap();
             }
             clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(g));
         });
@@ -281,7 +281,7 @@ impl World {
         let (mut req, sges) = self.request(me);
         self.acquire(me, queued, &mut req, &sges);
         self.release(me, &mut req);
-        req.clean_swqe().unwrap();
+        req.free_flow_records().unwrap();
     }
 
     /// QP reset or destroy: unwinds `me`'s wait, as the driver does with
@@ -454,12 +454,12 @@ fn three_qps_two_queues_worker() {
                 spawn(move || {
                     w.acquire(i + 1, true, &mut req, &sges);
                     w.release(i + 1, &mut req);
-                    req.clean_swqe().unwrap();
+                    req.free_flow_records().unwrap();
                 })
             })
             .collect();
         w.release(0, &mut req0);
-        req0.clean_swqe().unwrap();
+        req0.free_flow_records().unwrap();
         for h in waiters {
             h.join().unwrap();
         }
@@ -492,7 +492,7 @@ fn one_holder_two_waiters() -> (Arc<World>, Req, Req, [loom::thread::JoinHandle<
         spawn(move || {
             w.acquire(2, true, &mut req2, &sges2);
             w.release(2, &mut req2);
-            req2.clean_swqe().unwrap();
+            req2.free_flow_records().unwrap();
         })
     };
     (w, (req0, sges0), one, [worker, behind])
@@ -508,7 +508,7 @@ fn release_and_finish(
     [worker, behind]: [loom::thread::JoinHandle<()>; 2],
 ) {
     w.release(0, &mut req0.0);
-    req0.0.clean_swqe().unwrap();
+    req0.0.free_flow_records().unwrap();
     other.join().unwrap();
     behind.join().unwrap();
     w.stop_worker();
@@ -533,7 +533,7 @@ fn flush_races_a_queued_wakeup() {
                 w.flush(1);
                 w.acquire(1, false, &mut req1, &sges1);
                 w.release(1, &mut req1);
-                req1.clean_swqe().unwrap();
+                req1.free_flow_records().unwrap();
             })
         };
         release_and_finish(&w, req0, reset, threads);
@@ -559,7 +559,7 @@ fn destroy_races_a_queued_wakeup() {
             let w = Arc::clone(&w);
             spawn(move || {
                 w.flush(1);
-                req1.clean_swqe().unwrap();
+                req1.free_flow_records().unwrap();
             })
         };
         release_and_finish(&w, req0, destroy, threads);

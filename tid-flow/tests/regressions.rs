@@ -15,8 +15,8 @@ use hfi1_hal::{FlowPsn, Psn};
 use qp_wait::{Membership, QueueKind, flush_wait, trigger_resume};
 use tid_flow::sim::{SimPlatform, SimQp, new_ctxt, new_qp};
 use tid_flow::{
-    FlowError, FlowRecord, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, exp_rcv_clear,
-    exp_rcv_clear_all, exp_rcv_setup, setup_hw_flow,
+    FlowError, FlowRecord, QpLocked, RcvCtxt, Sge, TidRequest, clear_all_segments, clear_hw_flow,
+    clear_segment, setup_hw_flow, setup_segment,
 };
 
 /// The protocol's cursors of a record and its RESYNC count.
@@ -84,7 +84,7 @@ fn a_fresh_flow_record_starts_with_zeroed_counters() {
             );
             reused += 1;
         }
-        exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+        setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
         let rec = req.flow_mut(slot).unwrap();
         assert_eq!(rec.npkts, SEG_PAGES, "segment {seg}");
         for ((name, v), (_, old)) in cursors(rec).into_iter().zip(before) {
@@ -116,12 +116,12 @@ fn a_fresh_flow_record_starts_with_zeroed_counters() {
         rec.psns.r_next_psn = FlowPsn::new(gen_, next);
         rec.psns.ib_spsn = Psn::new(0x100 + u32::from(seg) * 16);
         rec.psns.ib_lpsn = rec.psns.ib_spsn.add(SEG_PAGES - 1);
-        exp_rcv_clear(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
+        clear_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
     }
     assert_eq!(reused, SEGMENTS - 8, "the ring never wrapped");
-    exp_rcv_clear_all(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
+    clear_all_segments(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
     clear_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g));
-    req.clean_swqe().unwrap();
+    req.free_flow_records().unwrap();
     drop(g);
     assert_eq!(rcd.dma.live_mappings(), 0);
     assert_eq!(rcd.mem.live_allocations(), 0);
@@ -206,7 +206,7 @@ impl Contest {
                     req.alloc_flows(&self.rcd.mem, AllocContext::Atomic)
                         .unwrap();
                 }
-                exp_rcv_setup(
+                setup_segment(
                     &self.rcd,
                     &mut req,
                     qp,
@@ -236,8 +236,8 @@ impl Contest {
         let mut g = qp.s_lock.lock(root);
         if self.kind == QueueKind::RcvArray {
             let mut req = self.reqs[slot as usize].lock().unwrap();
-            exp_rcv_clear(&self.rcd, &mut req, qp, QpLocked::from_guard(&mut g)).unwrap();
-            req.clean_swqe().unwrap();
+            clear_segment(&self.rcd, &mut req, qp, QpLocked::from_guard(&mut g)).unwrap();
+            req.free_flow_records().unwrap();
         }
         clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(&mut g));
         true
@@ -250,9 +250,9 @@ impl Contest {
         let mut g = qp.s_lock.lock(root);
         flush_wait::<SimPlatform, _>(qp, &mut g, &self.rcd.exp_lock, &self.rcd.sched);
         let mut req = self.reqs[slot as usize].lock().unwrap();
-        exp_rcv_clear_all(&self.rcd, &mut req, qp, QpLocked::from_guard(&mut g));
+        clear_all_segments(&self.rcd, &mut req, qp, QpLocked::from_guard(&mut g));
         clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(&mut g));
-        req.clean_swqe().unwrap();
+        req.free_flow_records().unwrap();
     }
 
     /// Runs the scheduler's wake-ups (trigger work, send-engine requests)
@@ -407,7 +407,7 @@ fn scattered(base: u64, pages: u64) -> Vec<Sge> {
 }
 
 /// `clear_all` unmaps a setup that had to wait. A segment whose page sets
-/// an `exp_rcv_setup` found and mapped before it had to queue for RcvArray
+/// a `setup_segment` found and mapped before it had to queue for RcvArray
 /// space keeps that mapping; the driver's `hfi1_kern_exp_rcv_clear_all()`
 /// leaves it in place, and when the request is then given up (its flow
 /// records freed, `__trdma_clean_swqe()`) the mapping is never undone: a
@@ -415,8 +415,8 @@ fn scattered(base: u64, pages: u64) -> Vec<Sge> {
 /// waiting segment is cleared too (unmapped, its page sets forgotten).
 ///
 /// Depends on the `unmap_flow` of the setup-head record at the end of
-/// `exp_rcv_clear_all_with` (tid-flow/src/setup.rs). Checked: without it
-/// this fails where b's records are freed (`clean_swqe` reports `Busy`:
+/// `clear_all_segments_with` (tid-flow/src/setup.rs). Checked: without it
+/// this fails where b's records are freed (`free_flow_records` reports `Busy`:
 /// the waiting segment's 8 mappings go with them).
 #[test]
 fn clear_all_unmaps_a_setup_that_waited() {
@@ -432,7 +432,7 @@ fn clear_all_unmaps_a_setup_that_waited() {
         let mut g = qp.s_lock.lock(&mut root);
         req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
         setup_hw_flow(&rcd, qp, QpLocked::from_guard(&mut g)).unwrap();
-        let r = exp_rcv_setup(&rcd, req, qp, QpLocked::from_guard(&mut g), sges);
+        let r = setup_segment(&rcd, req, qp, QpLocked::from_guard(&mut g), sges);
         assert_eq!(r.is_ok(), qp.slot() == 0, "b waits for the group");
     }
     assert_eq!(rcd.dma.live_mappings(), 16, "b's waiting segment is mapped");
@@ -440,15 +440,15 @@ fn clear_all_unmaps_a_setup_that_waited() {
         // b gives up its request while it waits (QP reset).
         let mut g = b.s_lock.lock(&mut root);
         flush_wait::<SimPlatform, _>(&b, &mut g, &rcd.exp_lock, &rcd.sched);
-        exp_rcv_clear_all(&rcd, &mut rb, &b, QpLocked::from_guard(&mut g));
+        clear_all_segments(&rcd, &mut rb, &b, QpLocked::from_guard(&mut g));
         clear_hw_flow(&rcd, &b, QpLocked::from_guard(&mut g));
-        rb.clean_swqe().unwrap();
+        rb.free_flow_records().unwrap();
     }
     assert_eq!(rcd.dma.live_mappings(), 8, "only a's segment is mapped");
     let mut g = a.s_lock.lock(&mut root);
-    exp_rcv_clear_all(&rcd, &mut ra, &a, QpLocked::from_guard(&mut g));
+    clear_all_segments(&rcd, &mut ra, &a, QpLocked::from_guard(&mut g));
     clear_hw_flow(&rcd, &a, QpLocked::from_guard(&mut g));
-    ra.clean_swqe().unwrap();
+    ra.free_flow_records().unwrap();
     drop(g);
     while let Some((_, w)) = rcd.sched.pop_work() {
         drop(w);
@@ -468,7 +468,7 @@ fn clear_all_unmaps_a_setup_that_waited() {
 /// clears the flag and schedules the send engine, whose retry sets the
 /// segment up (its page sets were kept). A QP destroyed while it waits
 /// leaves the list and its reference. Depends on the `wait_kmem` call in
-/// `exp_rcv_setup_with` (tid-flow/src/setup.rs). Checked: without it the
+/// `setup_segment_with` (tid-flow/src/setup.rs). Checked: without it the
 /// QP is never on the list, and this fails at "waits for memory".
 #[test]
 fn dma_map_failure_waits_for_memory_and_resumes() {
@@ -482,12 +482,12 @@ fn dma_map_failure_waits_for_memory_and_resumes() {
         req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
         setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
         rcd.dma.fail_in(0);
-        let r = exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
+        let r = setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
         assert_eq!(r, Err(FlowError::NoMemory));
         assert!(g.flags.waiting_kmem(), "waits for memory");
         // A second failure does not queue it twice.
         rcd.dma.fail_in(0);
-        let r = exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
+        let r = setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
         assert_eq!(r, Err(FlowError::NoMemory));
     }
     assert_eq!((rcd.sched.kmem_waiters(), qp.live_refs()), (1, 2));
@@ -505,19 +505,19 @@ fn dma_map_failure_waits_for_memory_and_resumes() {
     drop(s);
     {
         let mut g = qp.s_lock.lock(&mut root);
-        exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+        setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
         assert_eq!(req.flow(0).unwrap().npkts, 4);
-        exp_rcv_clear_all(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
+        clear_all_segments(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
         // Destroyed while waiting: off the list, reference dropped.
         rcd.dma.fail_in(0);
         req.cursor = tid_flow::SgeCursor::default();
-        let r = exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
+        let r = setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
         assert_eq!(r, Err(FlowError::NoMemory));
         drop(rcd.sched.cancel_kmem(&qp));
         g.flags.remove(qp_wait::SFlags::WAIT_KMEM);
-        exp_rcv_clear_all(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
+        clear_all_segments(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
         clear_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g));
-        req.clean_swqe().unwrap();
+        req.free_flow_records().unwrap();
     }
     assert_eq!((rcd.sched.kmem_waiters(), qp.live_refs()), (0, 1));
     assert_eq!(rcd.dma.live_mappings(), 0);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! A request's flow ring on its own: lazily allocated records start zeroed
 //! (SPEC §7), `find_flow_ib` finds the segment holding an IB PSN, the ring
-//! refuses what SPEC says it must, and `clean_swqe` frees the records.
+//! refuses what SPEC says it must, and `free_flow_records` frees the records.
 #![cfg(not(loom))]
 
 use hfi1_hal::lock_order::LockToken;
@@ -9,8 +9,8 @@ use hfi1_hal::services::AllocContext;
 use hfi1_hal::{FlowPsn, Psn};
 use tid_flow::sim::{SimPlatform, new_ctxt, new_qp};
 use tid_flow::{
-    FlowError, FlowRing, QpLocked, Sge, TidRequest, exp_rcv_clear, exp_rcv_clear_all,
-    exp_rcv_setup, setup_hw_flow,
+    FlowError, FlowRing, QpLocked, Sge, TidRequest, clear_all_segments, clear_segment,
+    setup_hw_flow, setup_segment,
 };
 
 const PAGE: u32 = 4096;
@@ -45,7 +45,7 @@ fn records_start_zeroed_and_allocation_failure_is_enomem() {
         );
         assert!(f.pagesets.is_empty() && f.tid_entries.is_empty() && !f.is_programmed());
     }
-    req.clean_swqe().unwrap();
+    req.free_flow_records().unwrap();
     assert_eq!(rcd.mem.live_allocations(), 0);
     println!("flow ring: {} bytes", core::mem::size_of::<FlowRing>());
 }
@@ -65,19 +65,19 @@ fn ring_limits_and_find_flow_ib() {
         .collect();
     // No records yet: the setup refuses.
     assert_eq!(
-        exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges),
+        setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges),
         Err(FlowError::NoFlowRecords)
     );
     req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
     // Empty ring: clear refuses.
     assert_eq!(
-        exp_rcv_clear(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)),
+        clear_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)),
         Err(FlowError::Invalid)
     );
     setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
     let mut ib = Psn::new(0x7FFF_FFF0);
     for seg in 0..3u16 {
-        exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+        setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
         let rec = req.flow_mut(seg).unwrap();
         // 4 contiguous pages: one set + filler, 4 packets at 4 KiB.
         assert_eq!(rec.npkts, 4);
@@ -95,7 +95,7 @@ fn ring_limits_and_find_flow_ib() {
     assert_eq!(g.ext.flow.psn, 12);
     // n_flows (3) segments in flight: the fourth is refused.
     assert_eq!(
-        exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges),
+        setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges),
         Err(FlowError::Invalid)
     );
     // PSNs across the 31-bit wrap find their segment.
@@ -114,11 +114,11 @@ fn ring_limits_and_find_flow_ib() {
     assert_eq!(req.find_flow_ib(Psn::new(0x0000_0001)).map(|f| f.0), None);
     assert_eq!(req.find_flow_ib(Psn::new(0x7FFF_FFEF)).map(|f| f.0), None);
     // Cleared segments are not searched.
-    exp_rcv_clear(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
+    clear_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
     assert_eq!(req.find_flow_ib(Psn::new(0x7FFF_FFF0)).map(|f| f.0), None);
-    exp_rcv_clear_all(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
+    clear_all_segments(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
     assert_eq!(req.in_flight(), 0);
-    req.clean_swqe().unwrap();
+    req.free_flow_records().unwrap();
     drop(g);
     assert_eq!(rcd.dma.live_mappings(), 0);
     let mut s = qp.s_lock.lock(&mut root);
@@ -127,14 +127,14 @@ fn ring_limits_and_find_flow_ib() {
     assert_eq!(e.chip.expected_entries(), 0);
 }
 
-/// `clean_swqe` frees the flow records whatever they hold, as the driver's
+/// `free_flow_records` frees the flow records whatever they hold, as the driver's
 /// `__trdma_clean_swqe()` / `hfi1_kern_exp_rcv_free_flows()` do
 /// (`kfree(req->flows)`), and reports a set-up segment it freed as
 /// [`FlowError::Busy`]: a release its caller missed. The segment's RcvArray
 /// entries then stay taken, as in the driver. (The crate used to refuse
 /// and keep the records; the driver frees.)
 #[test]
-fn clean_swqe_frees_like_the_driver_and_reports_a_missed_release() {
+fn free_flow_records_frees_like_the_driver_and_reports_a_missed_release() {
     let rcd = new_ctxt(2, 0, 8, 2, 2).unwrap();
     let qp = new_qp(5, 0, 0);
     let mut root = LockToken::root();
@@ -146,23 +146,23 @@ fn clean_swqe_frees_like_the_driver_and_reports_a_missed_release() {
     }];
     req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
     setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
-    exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
-    assert_eq!(req.clean_swqe(), Err(FlowError::Busy));
+    setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+    assert_eq!(req.free_flow_records(), Err(FlowError::Busy));
     assert!(!req.has_flows());
     assert_eq!(rcd.mem.live_allocations(), 0);
     // An empty request is freed without complaint.
     req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
-    assert_eq!(req.clean_swqe(), Ok(()));
+    assert_eq!(req.free_flow_records(), Ok(()));
     let e = rcd.exp_lock.lock(g.token());
     assert_eq!(e.groups.entries_in_use(), 2, "lost with the records");
 }
 
 /// A setup that had to wait for RcvArray space keeps its page sets mapped
-/// for the retry with nothing in the ring: `clean_swqe` reports that
+/// for the retry with nothing in the ring: `free_flow_records` reports that
 /// mapping as a missed release too (the ring alone would look empty).
 /// The debug output names the request and its cursors.
 #[test]
-fn clean_swqe_reports_the_mapping_of_a_setup_that_waited() {
+fn free_flow_records_reports_the_mapping_of_a_setup_that_waited() {
     let rcd = new_ctxt(2, 0, 1, 2, 2).unwrap();
     let (a, b) = (new_qp(5, 0, 0), new_qp(6, 1, 0));
     let mut root = LockToken::root();
@@ -180,7 +180,7 @@ fn clean_swqe_reports_the_mapping_of_a_setup_that_waited() {
         let mut req: TidRequest<SimPlatform> = TidRequest::new(8 * PAGE, 1, 4096);
         req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
         setup_hw_flow(&rcd, qp, QpLocked::from_guard(&mut g)).unwrap();
-        let r = exp_rcv_setup(
+        let r = setup_segment(
             &rcd,
             &mut req,
             qp,
@@ -200,7 +200,7 @@ fn clean_swqe_reports_the_mapping_of_a_setup_that_waited() {
         shown.starts_with("TidRequest { allocated: true, setup_head: 0,"),
         "{shown}"
     );
-    assert_eq!(rb.1.clean_swqe(), Err(FlowError::Busy));
+    assert_eq!(rb.1.free_flow_records(), Err(FlowError::Busy));
     assert!(!rb.1.has_flows() && !rb.1.holds_mappings());
     // The driver loses that mapping with the records; the sim sees it.
     assert_eq!(rcd.dma.live_mappings(), 16);

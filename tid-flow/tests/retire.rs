@@ -10,8 +10,8 @@ use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::services::AllocContext;
 use tid_flow::sim::{SimPlatform, new_ctxt, new_qp};
 use tid_flow::{
-    QpLocked, Retired, Sge, TidRequest, exp_rcv_retire, exp_rcv_setup, release_retired,
-    setup_hw_flow,
+    QpLocked, Retired, Sge, TidRequest, release_retired, retire_segment, setup_hw_flow,
+    setup_segment,
 };
 
 const PAGE: u32 = 4096;
@@ -50,12 +50,12 @@ fn retire_invalidates_exactly_the_segments_entries() {
     let mut req: TidRequest<SimPlatform> = TidRequest::new(seg, 3, 4096);
     req.alloc_flows(&rcd.mem, AllocContext::Atomic).unwrap();
     setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
-    exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+    setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
     let first = {
         let (_, tok) = g.parts();
         expected(&rcd.exp_lock.lock(tok).chip)
     };
-    exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+    setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
     let both = {
         let (_, tok) = g.parts();
         expected(&rcd.exp_lock.lock(tok).chip)
@@ -67,7 +67,7 @@ fn retire_invalidates_exactly_the_segments_entries() {
         .collect();
     assert!(!first.is_empty() && !second.is_empty());
 
-    let r = exp_rcv_retire(&*rcd, &mut req, QpLocked::from_guard(&mut g)).unwrap();
+    let r = retire_segment(&*rcd, &mut req, QpLocked::from_guard(&mut g)).unwrap();
     assert_eq!(r.entries() as usize, first.len());
     assert!(!r.is_empty(), "a retired segment reserves its entries");
     assert!(Retired::default().is_empty());

@@ -8,8 +8,8 @@ use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::services::AllocContext;
 use tid_flow::sim::{SimPlatform, new_ctxt, new_qp};
 use tid_flow::{
-    FlowError, QpLocked, Sge, TidRequest, clear_hw_flow, exp_rcv_clear, exp_rcv_clear_all,
-    exp_rcv_setup, setup_hw_flow,
+    FlowError, QpLocked, Sge, TidRequest, clear_all_segments, clear_hw_flow, clear_segment,
+    setup_hw_flow, setup_segment,
 };
 
 const PAGE: u32 = 4096;
@@ -45,7 +45,7 @@ fn a_record_the_ring_comes_back_to_takes_the_next_pages() {
     setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
     for s in 0..20u64 {
         let slot = req.setup_head;
-        exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+        setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
         let f = req.flow(slot).unwrap();
         let addrs: Vec<u64> = f.pagesets.iter().map(|p| p.addr).collect();
         let first = base + 4 * s * u64::from(PAGE);
@@ -55,13 +55,13 @@ fn a_record_the_ring_comes_back_to_takes_the_next_pages() {
             "segment {s} in record {slot}"
         );
         assert_eq!(f.mapped_sets(), 2);
-        exp_rcv_clear(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
+        clear_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
         let f = req.flow(slot).unwrap();
         assert!(f.pagesets.is_empty(), "the clear forgets the page sets");
         assert_eq!(f.mapped_sets(), 0);
     }
     clear_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g));
-    req.clean_swqe().unwrap();
+    req.free_flow_records().unwrap();
     assert_eq!((rcd.dma.live_mappings(), rcd.dma.bad_unmaps()), (0, 0));
 }
 
@@ -82,7 +82,7 @@ fn a_mapping_that_failed_part_way_leaves_nothing_to_undo() {
     setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
 
     rcd.dma.fail_in(2);
-    let r = exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
+    let r = setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
     assert_eq!(r, Err(FlowError::NoMemory));
     let f = req.flow(0).unwrap();
     assert_eq!((f.pagesets.len(), f.mapped_sets()), (4, 0));
@@ -92,20 +92,20 @@ fn a_mapping_that_failed_part_way_leaves_nothing_to_undo() {
     g.flags.remove(qp_wait::SFlags::WAIT_KMEM);
 
     // The retry maps the kept sets.
-    exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+    setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
     assert_eq!(req.flow(0).unwrap().mapped_sets(), 4);
     assert_eq!(rcd.dma.live_mappings(), 4);
-    exp_rcv_clear(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
+    clear_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
 
     // Fails again at the next segment's third set, then is given up.
     rcd.dma.fail_in(2);
-    let r = exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
+    let r = setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges);
     assert_eq!(r, Err(FlowError::NoMemory));
     drop(rcd.sched.cancel_kmem(&qp));
     g.flags.remove(qp_wait::SFlags::WAIT_KMEM);
-    exp_rcv_clear_all(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
+    clear_all_segments(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g));
     assert!(req.flow(1).unwrap().pagesets.is_empty());
     clear_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g));
-    req.clean_swqe().unwrap();
+    req.free_flow_records().unwrap();
     assert_eq!((rcd.dma.live_mappings(), rcd.dma.bad_unmaps()), (0, 0));
 }

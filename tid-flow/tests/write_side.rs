@@ -10,8 +10,8 @@ use hfi1_hal::{FlowPsn, FlowTableReg, Generation};
 use qp_wait::QueueKind;
 use tid_flow::sim::{SimPlatform, new_ctxt, new_qp};
 use tid_flow::{
-    FlowError, QpLocked, Sge, SgeCursor, TidRequest, clear_hw_flow, exp_rcv_setup, resync_hw_flow,
-    setup_hw_flow, wait_position,
+    FlowError, QpLocked, Sge, SgeCursor, TidRequest, clear_hw_flow, resync_hw_flow, setup_hw_flow,
+    setup_segment, wait_position,
 };
 
 /// `hfi1_rc_rcv_tid_rdma_resync()`'s `exp_lock` block: with a flow, the
@@ -135,8 +135,8 @@ fn a_walk_starts_at_a_byte_offset_into_the_sges() {
         .unwrap();
     req.cursor = SgeCursor::at_offset(&sges, 3 * 4096).unwrap();
     setup_hw_flow(&rcd, &qp, QpLocked::from_guard(&mut g)).unwrap();
-    exp_rcv_setup(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
+    setup_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g), &sges).unwrap();
     let first = req.flow(0).unwrap().pagesets.first().copied().unwrap();
     assert_eq!(first.addr, 0x40_1000, "the walk began one page into SGE 1");
-    tid_flow::exp_rcv_clear(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
+    tid_flow::clear_segment(&rcd, &mut req, &qp, QpLocked::from_guard(&mut g)).unwrap();
 }

@@ -7,11 +7,13 @@
 //!
 //! 1. **Packets and parameters**, pure functions and plain values:
 //!    [`wire`] (the bytes of every header, the ICRC, ERF records),
-//!    [`packet`] (framing and parsing whole packets), [`read_req`] and
-//!    [`read_resp`] (what those two packets mean: built from a segment,
-//!    validated, streamed), [`plain_read`] (the IB RDMA READ request and
-//!    responses a READ that is no TID READ goes as), [`opfn`] and [`qualify`] (what the two sides
-//!    agree on and which READs become TID READs).
+//!    [`packet`] (framing and parsing whole packets), what the two TID
+//!    READ packets mean: [`segment_request`] (the requester's READ_REQ
+//!    for a segment), [`admission`] (the responder's checks of it) and
+//!    [`response_stream`] (the responder's READ_RESPs for it);
+//!    [`plain_read`] (the IB RDMA READ request and responses a READ that
+//!    is no TID READ goes as), [`opfn`] and [`qualify`] (what the two
+//!    sides agree on and which READs become TID READs).
 //! 2. **The engines**, over one QP's state: [`requester`] and
 //!    [`responder`] (with the TID RDMA WRITE requester and the second leg
 //!    in [`write`](mod@write)), on the shared types of [`rc`] (connection,
@@ -28,14 +30,14 @@
 //! # Example
 //!
 //! The responder's side of one segment of two TID entries (three pages at
-//! a 4 KiB MTU): [`read_resp::RespBuilder`] says what each READ_RESP
-//! carries, [`read_resp::write_packet`] builds it (ICRC included) and
+//! a 4 KiB MTU): [`response_stream::RespBuilder`] says what each READ_RESP
+//! carries, [`response_stream::write_packet`] builds it (ICRC included) and
 //! [`packet::parse`] reads it back, checking the ICRC.
 //!
 //! ```
 //! use hfi1_hal::{Generation, Psn, TidCtrl, TidEntry};
 //! use tid_read_proto::packet::{self, MAX_PACKET, Parsed, Path};
-//! use tid_read_proto::read_resp::{self, RespBuilder, RespFlow};
+//! use tid_read_proto::response_stream::{self, RespBuilder, RespFlow};
 //! use tid_read_proto::wire::read_resp::Repr;
 //!
 //! // What the READ_REQ asked for: a pair of entries (2 pages), then one.
@@ -62,7 +64,7 @@
 //!     hdr.kdeth.kdeth1 = pkt.kdeth1;
 //!     hdr.verbs_psn = pkt.verbs_psn;
 //!     hdr.verbs_qp = 0x42;
-//!     let n = read_resp::write_packet(
+//!     let n = response_stream::write_packet(
 //!         &mut buf,
 //!         Path { dlid: 1, slid: 2 },
 //!         0x80_0801, // the requester's tid_flow_qp
@@ -101,6 +103,7 @@
 
 extern crate alloc;
 
+pub mod admission;
 pub mod opfn;
 pub mod packet;
 pub mod plain_read;
@@ -108,9 +111,9 @@ pub mod qp;
 pub mod qualify;
 pub mod qualify_write;
 pub mod rc;
-pub mod read_req;
-pub mod read_resp;
 pub mod requester;
 pub mod responder;
+pub mod response_stream;
+pub mod segment_request;
 pub mod wire;
 pub mod write;

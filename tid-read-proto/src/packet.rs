@@ -3,8 +3,8 @@
 //! header (or an AETH for an RC ACK/NAK, a RETH or AETH for a plain RDMA
 //! READ), the payload, the pad and the ICRC, built and parsed with
 //! [`crate::wire`]. The READ_REQ and the READ_RESP are written by their
-//! own modules ([`crate::read_req::ReadReq::write_packet`],
-//! [`crate::read_resp::write_packet`]), the plain READ packets by
+//! own modules ([`crate::segment_request::ReadReq::write_packet`],
+//! [`crate::response_stream::write_packet`]), the plain READ packets by
 //! [`crate::plain_read`], all on the framing here; the RC ACK is written
 //! here ([`build_ack`]).
 //!
@@ -76,7 +76,7 @@ pub(crate) struct BthOut {
 
 /// Writes LRH, BTH, `body_len` bytes by `fill`, the pad to a whole word
 /// (the BTH pad count says how many) and the ICRC into `buf`; the packets'
-/// own modules ([`crate::read_req`], [`crate::read_resp`],
+/// own modules ([`crate::segment_request`], [`crate::response_stream`],
 /// [`crate::plain_read`]) and [`build_ack`] say what goes after the BTH.
 pub(crate) fn frame(
     buf: &mut [u8],
@@ -342,7 +342,7 @@ mod tests {
             verbs_psn: Psn::new(5),
             verbs_qp: 0x42,
         };
-        let n = crate::read_resp::write_packet(
+        let n = crate::response_stream::write_packet(
             &mut buf,
             Path::default(),
             0x80_0801,

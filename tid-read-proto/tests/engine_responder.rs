@@ -12,8 +12,8 @@ use tid_read_proto::opfn::TidParams;
 use tid_read_proto::packet::{self, Parsed, Path};
 use tid_read_proto::qp;
 use tid_read_proto::rc::{Connection, QpState};
-use tid_read_proto::read_req::{ReadReq, ReadReqFlow};
 use tid_read_proto::responder::ReqVerdict;
+use tid_read_proto::segment_request::{ReadReq, ReadReqFlow};
 use tid_read_proto::wire::aeth::NakCode;
 use tid_read_proto::wire::read_req;
 

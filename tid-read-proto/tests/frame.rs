@@ -6,8 +6,9 @@
 
 use hfi1_hal::consts::{OP_TID_RDMA_READ_RESP, PAGE_SIZE};
 use hfi1_hal::{FlowIndex, Generation, Psn, TidCtrl, TidEntry};
-use tid_read_proto::read_req::{Accepted, QpView, ReadReq, ReadReqFlow, Request, validate};
-use tid_read_proto::read_resp::{RespBuilder, RespPacket};
+use tid_read_proto::admission::{Accepted, QpView, Request, validate};
+use tid_read_proto::response_stream::{RespBuilder, RespPacket};
+use tid_read_proto::segment_request::{ReadReq, ReadReqFlow};
 use tid_read_proto::wire::{aeth, bth, erf, kdeth, lrh, read_resp};
 
 /// The requester's 24 KiB segment in three TID entries, its READ_REQ

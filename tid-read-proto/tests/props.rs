@@ -6,7 +6,7 @@
 use hfi1_hal::{Generation, Psn, TidCtrl, TidEntry};
 use proptest::prelude::*;
 use tid_read_proto::opfn::TidParams;
-use tid_read_proto::read_resp::{Cursor, RespBuilder, RespFlow};
+use tid_read_proto::response_stream::{Cursor, RespBuilder, RespFlow};
 use tid_read_proto::wire::{bth, erf, lrh, read_req, read_resp};
 
 /// Parses `bytes` as `P`, and if that succeeds emits the `Repr` into a

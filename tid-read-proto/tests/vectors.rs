@@ -8,7 +8,7 @@ use hfi1_vectors as vectors;
 use hfi1_hal::{Generation, Psn, TidEntry};
 use serde_json::Value;
 use tid_read_proto::opfn::TidParams;
-use tid_read_proto::read_resp::{RespBuilder, RespFlow};
+use tid_read_proto::response_stream::{RespBuilder, RespFlow};
 use vectors::{Tally, check, load, u64_of};
 
 fn word(v: &Value, field: &str) -> Result<u64, String> {
@@ -143,7 +143,7 @@ fn read_resp_line(v: &Value) -> Result<(), String> {
 /// 256 KiB, at most 64 entries, none empty) must come out of the
 /// responder's validation with the same entries and the same packets.
 fn through_validation(flow: &RespFlow<'_>, n: usize) -> Result<(), String> {
-    use tid_read_proto::read_req::{QpView, Request, validate};
+    use tid_read_proto::admission::{QpView, Request, validate};
     use tid_read_proto::wire::read_req;
     if flow.length == 0
         || flow.length % 4096 != 0

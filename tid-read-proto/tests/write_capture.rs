@@ -18,8 +18,8 @@ use hfi1_hal::consts::{
     OP_TID_RDMA_WRITE_RESP,
 };
 use hfi1_hal::{FlowIndex, FlowPsn, Generation, Psn, TidCtrl, TidEntry};
-use tid_read_proto::read_req::{ReadReq, ReadReqFlow};
-use tid_read_proto::read_resp::{RespBuilder, RespFlow};
+use tid_read_proto::response_stream::{RespBuilder, RespFlow};
+use tid_read_proto::segment_request::{ReadReq, ReadReqFlow};
 use tid_read_proto::wire::aeth::NakCode;
 use tid_read_proto::wire::tid_ack::{AckFields, AckKind};
 use tid_read_proto::wire::tid_header::BthFields;

@@ -12,7 +12,7 @@ use tid_read_proto::qualify::{Path, WrOpcode};
 use tid_read_proto::qualify_write::{
     WriteWorkRequest, may_allocate_segment, plan_write_req, qualify_write,
 };
-use tid_read_proto::read_resp::BuildError;
+use tid_read_proto::response_stream::BuildError;
 use tid_read_proto::wire::write_data::{DataBuilder, DataFlow};
 use tid_read_proto::wire::{
     aeth, kdeth, reth, tid_ack, tid_header, write_data, write_req, write_resp,

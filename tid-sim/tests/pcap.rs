@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use hfi1_hal::consts::{OP_TID_RDMA_READ_REQ, OP_TID_RDMA_READ_RESP, TID_RDMA_JKEY};
 use tid_read_proto::packet::{self, Parsed};
-use tid_read_proto::read_resp::{RespBuilder, RespFlow};
+use tid_read_proto::response_stream::{RespBuilder, RespFlow};
 use tid_read_proto::wire::erf;
 use tid_read_proto::wire::tid_entries::Entries;
 use tid_sim::cli::Options;

@@ -36,8 +36,8 @@ use hfi1_hal::lock_order::{Lock, LockToken, SLock};
 use hfi1_hal::services::RandomSource;
 use tid_flow::flows::init_generations;
 use tid_flow::{
-    Context, ExpStore, QpLocked, clear_hw_flow_with, exp_rcv_clear_all_with, exp_rcv_clear_with,
-    exp_rcv_setup_with, setup_hw_flow_with,
+    Context, ExpStore, QpLocked, clear_all_segments_with, clear_hw_flow_with, clear_segment_with,
+    setup_hw_flow_with, setup_segment_with,
 };
 
 use super::ctxt::DrvCtxt;
@@ -206,7 +206,7 @@ pub unsafe extern "C" fn hfi1_tid_drv_exp_rcv_setup(
             let mut r = request(o, &*rcd, &q.view, reqp).ok_or(Errno::INVAL)?;
             let isge = NonNull::new(&raw mut (*reqp.as_ptr()).isge).ok_or(Errno::INVAL)?;
             let mut walk = DrvSgeWalk::new(o, ssp, isge, q.view.pages, lastp);
-            exp_rcv_setup_with(c, &mut r, q, l, &mut walk).map_err(Errno::from)
+            setup_segment_with(c, &mut r, q, l, &mut walk).map_err(Errno::from)
         })
     };
     match r {
@@ -241,7 +241,7 @@ pub unsafe extern "C" fn hfi1_tid_drv_exp_rcv_clear(
     let r = unsafe {
         with_qp(o, rcd, qp, |c, q, l| {
             let mut r = request(o, &*rcd, &q.view, reqp).ok_or(Errno::INVAL)?;
-            exp_rcv_clear_with(c, &mut r, q, l).map_err(Errno::from)
+            clear_segment_with(c, &mut r, q, l).map_err(Errno::from)
         })
     };
     match r {
@@ -276,7 +276,7 @@ pub unsafe extern "C" fn hfi1_tid_drv_exp_rcv_clear_all(
     let _ = unsafe {
         with_qp(o, rcd, qp, |c, q, l| {
             if let Some(mut r) = request(o, &*rcd, &q.view, reqp) {
-                exp_rcv_clear_all_with(c, &mut r, q, l);
+                clear_all_segments_with(c, &mut r, q, l);
             }
         })
     };

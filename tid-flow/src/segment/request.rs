@@ -9,7 +9,9 @@ use super::walk::{SgeCursor, SgeWalk};
 use super::{FlowRecord, FlowRing, Sge, ring_count, ring_next};
 use crate::FlowError;
 use crate::ctxt::{FlowPlatform, QpLocked, RcvCtxt};
-use crate::setup::{FlowRingStore, exp_rcv_clear_all_with, exp_rcv_clear_with, exp_rcv_setup_with};
+use crate::setup::{
+    FlowRingStore, clear_all_segments_with, clear_segment_with, setup_segment_with,
+};
 
 /// The TID part of one RDMA READ request (one WQE).
 /// Kernel: `struct tid_rdma_request`.
@@ -89,17 +91,19 @@ impl<P: FlowPlatform> TidRequest<P> {
         Ok(())
     }
 
-    /// Frees the flow records, whatever they hold, as the driver does; and
-    /// starts the ring over for the request's next use (the driver does
-    /// that when it sets the WQE up again). Kernel: `__trdma_clean_swqe()`
-    /// / `hfi1_kern_exp_rcv_free_flows()`.
+    /// Frees the flow records. Kernel: `__trdma_clean_swqe()` /
+    /// `hfi1_kern_exp_rcv_free_flows()`.
+    ///
+    /// The records go whatever they hold, as in the driver; the ring
+    /// starts over for the request's next use (the driver does that when
+    /// it sets the WQE up again).
     ///
     /// # Errors
     ///
     /// [`FlowError::Busy`] if the records still held set-up segments or
     /// mappings (a release the caller missed: their RcvArray entries and
     /// mappings are lost, as in the driver); the records are freed anyway.
-    pub fn clean_swqe(&mut self) -> Result<(), FlowError> {
+    pub fn free_flow_records(&mut self) -> Result<(), FlowError> {
         let busy = ring_count(self.setup_head, self.clear_tail) != 0 || self.holds_mappings();
         self.flows = None;
         self.setup_head = 0;
@@ -189,8 +193,10 @@ impl<P: FlowPlatform> FlowRingStore for TidRequest<P> {
     }
 }
 
-/// [`crate::setup::exp_rcv_setup_with`] on a sim request, walking `sges`
-/// from the request's cursor. Kernel: `hfi1_kern_exp_rcv_setup()`.
+/// Sets up the next segment. Kernel: `hfi1_kern_exp_rcv_setup()`.
+///
+/// [`crate::setup::setup_segment_with`] on a sim request, walking `sges`
+/// from the request's cursor.
 ///
 /// # Locking
 ///
@@ -199,8 +205,8 @@ impl<P: FlowPlatform> FlowRingStore for TidRequest<P> {
 ///
 /// # Errors
 ///
-/// As [`crate::setup::exp_rcv_setup_with`].
-pub fn exp_rcv_setup<P: FlowPlatform>(
+/// As [`crate::setup::setup_segment_with`].
+pub fn setup_segment<P: FlowPlatform>(
     rcd: &RcvCtxt<P>,
     req: &mut TidRequest<P>,
     qp: &P::Ref,
@@ -208,7 +214,7 @@ pub fn exp_rcv_setup<P: FlowPlatform>(
     sges: &[Sge],
 ) -> Result<(), FlowError> {
     let mut cursor = req.cursor;
-    let r = exp_rcv_setup_with(
+    let r = setup_segment_with(
         rcd,
         req,
         qp,
@@ -222,8 +228,9 @@ pub fn exp_rcv_setup<P: FlowPlatform>(
     r
 }
 
-/// [`crate::setup::exp_rcv_clear_with`] on a sim request. Kernel:
-/// `hfi1_kern_exp_rcv_clear()`.
+/// Tears down the oldest segment. Kernel: `hfi1_kern_exp_rcv_clear()`.
+///
+/// [`crate::setup::clear_segment_with`] on a sim request.
 ///
 /// # Locking
 ///
@@ -231,27 +238,28 @@ pub fn exp_rcv_setup<P: FlowPlatform>(
 ///
 /// # Errors
 ///
-/// As [`crate::setup::exp_rcv_clear_with`].
-pub fn exp_rcv_clear<P: FlowPlatform>(
+/// As [`crate::setup::clear_segment_with`].
+pub fn clear_segment<P: FlowPlatform>(
     rcd: &RcvCtxt<P>,
     req: &mut TidRequest<P>,
     qp: &P::Ref,
     qp_locked: QpLocked<'_, '_>,
 ) -> Result<(), FlowError> {
-    exp_rcv_clear_with(rcd, req, qp, qp_locked)
+    clear_segment_with(rcd, req, qp, qp_locked)
 }
 
-/// [`crate::setup::exp_rcv_clear_all_with`] on a sim request. Kernel:
-/// `hfi1_kern_exp_rcv_clear_all()`.
+/// Tears down every segment. Kernel: `hfi1_kern_exp_rcv_clear_all()`.
+///
+/// [`crate::setup::clear_all_segments_with`] on a sim request.
 ///
 /// # Locking
 ///
-/// As [`exp_rcv_clear`].
-pub fn exp_rcv_clear_all<P: FlowPlatform>(
+/// As [`clear_segment`].
+pub fn clear_all_segments<P: FlowPlatform>(
     rcd: &RcvCtxt<P>,
     req: &mut TidRequest<P>,
     qp: &P::Ref,
     qp_locked: QpLocked<'_, '_>,
 ) {
-    exp_rcv_clear_all_with(rcd, req, qp, qp_locked);
+    clear_all_segments_with(rcd, req, qp, qp_locked);
 }

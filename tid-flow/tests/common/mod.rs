@@ -26,8 +26,8 @@ use hfi1_hal::sim::SimRandom;
 use qp_wait::{Membership, QueueKind, SGuard, flush_wait, trigger_resume};
 use tid_flow::sim::{SimPlatform, SimQp, new_ctxt, new_qp, with_s_lock_held};
 use tid_flow::{
-    FlowError, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, exp_rcv_clear, exp_rcv_clear_all,
-    exp_rcv_setup, setup_hw_flow,
+    FlowError, QpLocked, RcvCtxt, Sge, TidRequest, clear_all_segments, clear_hw_flow,
+    clear_segment, setup_hw_flow, setup_segment,
 };
 
 /// Shape of one run.
@@ -262,8 +262,8 @@ impl World {
         if job.to_setup == 0 && job.req.in_flight() == 0 {
             // Request finished: release the flow, free the records.
             clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(g));
-            exp_rcv_clear_all(&self.rcd, &mut job.req, qp, QpLocked::from_guard(g));
-            job.req.clean_swqe().unwrap();
+            clear_all_segments(&self.rcd, &mut job.req, qp, QpLocked::from_guard(g));
+            job.req.free_flow_records().unwrap();
             if job.requests_left == 0 {
                 job.phase = Phase::Done;
                 self.progress.fetch_add(1, Ordering::Relaxed);
@@ -279,7 +279,7 @@ impl World {
                 return self.waiting(slot, job);
             }
             served(QueueKind::Flow);
-            match exp_rcv_setup(
+            match setup_segment(
                 &self.rcd,
                 &mut job.req,
                 qp,
@@ -300,7 +300,7 @@ impl World {
                     assert!(g.flags.waiting_kmem(), "QP {slot} not waiting for memory");
                     return Step::MemWait;
                 }
-                Err(e) => panic!("exp_rcv_setup: {e:?}"),
+                Err(e) => panic!("setup_segment: {e:?}"),
             }
         }
         // Ring full or nothing to set up: segments in flight complete on
@@ -332,7 +332,7 @@ impl World {
         if job.phase != Phase::Active || job.req.in_flight() == 0 {
             return None;
         }
-        exp_rcv_clear(&self.rcd, &mut job.req, qp, QpLocked::from_guard(g)).unwrap();
+        clear_segment(&self.rcd, &mut job.req, qp, QpLocked::from_guard(g)).unwrap();
         job.done_segs += 1;
         self.progress.fetch_add(1, Ordering::Relaxed);
         // Every few segments the flow goes back (a SYNC point), so flows
@@ -363,9 +363,9 @@ impl World {
         // Off the memory-wait list too (kernel: `flush_qp_waiters()`).
         drop(self.rcd.sched.cancel_kmem(qp));
         g.flags.remove(qp_wait::SFlags::WAIT_KMEM);
-        exp_rcv_clear_all(&self.rcd, &mut job.req, qp, QpLocked::from_guard(g));
+        clear_all_segments(&self.rcd, &mut job.req, qp, QpLocked::from_guard(g));
         clear_hw_flow(&self.rcd, qp, QpLocked::from_guard(g));
-        job.req.clean_swqe().unwrap();
+        job.req.free_flow_records().unwrap();
         job.phase = Phase::Destroyed;
         self.destroyed.fetch_add(1, Ordering::Relaxed);
     }

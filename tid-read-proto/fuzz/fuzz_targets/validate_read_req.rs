@@ -6,8 +6,8 @@
 
 use hfi1_hal::Psn;
 use libfuzzer_sys::fuzz_target;
-use tid_read_proto::read_req::{QpView, Request, validate};
-use tid_read_proto::read_resp::RespBuilder;
+use tid_read_proto::admission::{QpView, Request, validate};
+use tid_read_proto::response_stream::RespBuilder;
 use tid_read_proto::wire::read_req::{Packet, Repr};
 
 fuzz_target!(|input: (bool, u8, &[u8])| {

@@ -424,7 +424,7 @@ impl<P: FlowPlatform> Requester<P> {
         let (lpsn, tid_write) = match self.sq.get_mut(i) {
             Some(w) => {
                 if let Some(t) = w.tid.as_mut() {
-                    if t.req.clean_swqe().is_err() {
+                    if t.req.free_flow_records().is_err() {
                         self.stats.clean_refused += 1;
                     }
                 }

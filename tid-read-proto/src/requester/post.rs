@@ -13,7 +13,7 @@ use tid_flow::{FlowPlatform, Sge, TidRequest};
 use super::wqe::{ReqState, SegState, TidRead, Wqe};
 use super::{Env, Requester};
 use crate::qualify::{self, NotQualified};
-use crate::rc::{EngineError, WcStatus};
+use crate::rc::{Connection, EngineError, WcStatus};
 
 /// One RDMA READ work request as posted.
 #[derive(Debug, Clone, Copy)]
@@ -58,28 +58,33 @@ impl<P: FlowPlatform> Requester<P> {
         env: &mut Env<'_, '_, P>,
         wr: &ReadWr<'_>,
     ) -> Result<(), EngineError> {
-        let (length, sges) = self.take_sges(wr.sges)?;
-        let mut w = Wqe::new(wr.wr_id, wr.remote_addr, wr.rkey, length, sges);
-        let status = if env.state.receives() {
-            w.tid = self.plan_tid(env, &w);
+        let w = self.new_wqe(wr.wr_id, wr.remote_addr, wr.rkey, wr.sges)?;
+        self.queue_posted(env, w, |r, env, w| {
+            w.tid = r.plan_tid(env, w);
             if w.tid.is_some() {
-                self.tid_r_reqs += 1;
+                r.tid_r_reqs += 1;
             } else {
-                self.stats.not_qualified += 1;
+                r.stats.not_qualified += 1;
             }
-            None
-        } else {
-            Some(WcStatus::Flushed)
-        };
-        self.sq.push(w, status);
-        env.schedule();
+        });
         Ok(())
     }
 
-    /// The checks every post makes and the copy of its element list:
-    /// room in the send queue, at most 2 GiB, zero-length elements
-    /// dropped (as rdmavt drops them). Returns the length and the list.
-    pub(crate) fn take_sges(&self, sges: &[Sge]) -> Result<(u32, Vec<Sge>), EngineError> {
+    /// The checks every post makes, READ or WRITE, and its WQE: room in
+    /// the send queue, at most 2 GiB, the element list copied with its
+    /// zero-length elements dropped (as rdmavt drops them).
+    ///
+    /// # Errors
+    ///
+    /// [`EngineError::QueueFull`], [`EngineError::BadSgl`],
+    /// [`EngineError::NoMemory`] (the list could not be copied).
+    pub(crate) fn new_wqe(
+        &self,
+        wr_id: u64,
+        remote_addr: u64,
+        rkey: u32,
+        sges: &[Sge],
+    ) -> Result<Wqe<P>, EngineError> {
         if !self.sq.can_post() {
             return Err(EngineError::QueueFull);
         }
@@ -92,7 +97,43 @@ impl<P: FlowPlatform> Requester<P> {
         out.try_reserve_exact(sges.len())
             .map_err(|_| EngineError::NoMemory)?;
         out.extend(sges.iter().copied().filter(|s| s.length != 0));
-        Ok((length, out))
+        Ok(Wqe::new(wr_id, remote_addr, rkey, length, out))
+    }
+
+    /// Puts a posted WQE on the send queue and schedules the send engine.
+    /// On a QP that receives, `plan` first decides whether it becomes a
+    /// TID request; on one in the error state the WQE completes
+    /// [`WcStatus::Flushed`] at once, nothing started (rdmavt's rule).
+    ///
+    /// # Locking
+    ///
+    /// The QP's `s_lock` held (`env`).
+    pub(crate) fn queue_posted(
+        &mut self,
+        env: &mut Env<'_, '_, P>,
+        mut w: Wqe<P>,
+        plan: impl FnOnce(&mut Self, &Env<'_, '_, P>, &mut Wqe<P>),
+    ) {
+        let status = if env.state.receives() {
+            plan(self, env, &mut w);
+            None
+        } else {
+            Some(WcStatus::Flushed)
+        };
+        self.sq.push(w, status);
+        env.schedule();
+    }
+
+    /// The path as [`qualify`] reads it, from the connection.
+    pub(crate) fn qualify_path(conn: &Connection) -> qualify::Path<'_> {
+        qualify::Path {
+            dlid: u32::from(conn.path.dlid),
+            port_lid: u32::from(conn.path.slid),
+            lmc: 0,
+            is_9b: true,
+            pmtu: conn.pmtu,
+            remote: conn.remote_tid(),
+        }
     }
 
     /// The TID part of a READ that qualifies, with its flow records
@@ -106,14 +147,7 @@ impl<P: FlowPlatform> Requester<P> {
             sges: &[],
             psn: self.next_psn,
         };
-        let path = qualify::Path {
-            dlid: u32::from(conn.path.dlid),
-            port_lid: u32::from(conn.path.slid),
-            lmc: 0,
-            is_9b: true,
-            pmtu: conn.pmtu,
-            remote: conn.remote_tid(),
-        };
+        let path = Self::qualify_path(conn);
         let aligned = qualify::sge_list_aligned(w.sges.iter().map(|s| (s.vaddr, s.length)));
         let plan = match qualify::qualify_min(&wr, &path, conn.tid_read_min) {
             Ok(_) if !aligned => Err(NotQualified::Unaligned),

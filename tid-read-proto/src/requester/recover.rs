@@ -6,8 +6,8 @@
 
 use hfi1_hal::Psn;
 use tid_flow::{
-    FlowPlatform, clear_hw_flow, exp_rcv_clear_all, exp_rcv_retire, regenerate_hw_flow,
-    release_retired,
+    FlowPlatform, clear_all_segments, clear_hw_flow, regenerate_hw_flow, release_retired,
+    retire_segment,
 };
 
 use super::{Env, Flags, Requester, SendState};
@@ -264,8 +264,8 @@ impl<P: FlowPlatform> Requester<P> {
         clear_hw_flow(env.rcd, env.qp, env.locked());
         for (_, w) in self.sq.unfinished_mut() {
             if let Some(t) = w.tid.as_mut() {
-                exp_rcv_clear_all(env.rcd, &mut t.req, env.qp, env.locked());
-                if t.req.clean_swqe().is_err() {
+                clear_all_segments(env.rcd, &mut t.req, env.qp, env.locked());
+                if t.req.free_flow_records().is_err() {
                     self.stats.clean_refused += 1;
                 }
             }
@@ -357,7 +357,7 @@ impl<P: FlowPlatform> Requester<P> {
         let Some(t) = self.sq.get_mut(i).and_then(|w| w.tid.as_mut()) else {
             return Ok(());
         };
-        let r = exp_rcv_retire(env.rcd, &mut t.req, env.locked())?;
+        let r = retire_segment(env.rcd, &mut t.req, env.locked())?;
         if r.is_empty() {
             return Ok(());
         }

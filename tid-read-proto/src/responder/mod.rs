@@ -9,7 +9,7 @@
 //! `tid`: a TID READ_REQ and its duplicate; `plain`: a plain READ request
 //! and its duplicate; `send`: the responses.
 //!
-//! **Requests.** A TID READ_REQ is validated ([`crate::read_req::validate`],
+//! **Requests.** A TID READ_REQ is validated ([`crate::admission::validate`],
 //! access and length before the PSN, so even a duplicate with a bad length
 //! errors the QP); each segment is its own ack-queue entry keeping the
 //! requester's flow and spanning one IB PSN per response packet. A plain
@@ -85,9 +85,9 @@ mod tid;
 
 use hfi1_hal::Psn;
 
+use crate::admission::Accepted;
 use crate::rc::{ACK_QUEUE_SIZE, MrTable, QpState, counters};
-use crate::read_req::Accepted;
-use crate::read_resp::Cursor;
+use crate::response_stream::Cursor;
 use crate::wire::aeth::NakCode;
 
 /// What an ack-queue entry answers. (The TID variant keeps its 64 TID

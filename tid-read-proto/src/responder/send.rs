@@ -10,7 +10,7 @@ use crate::packet::{ACK_SYNDROME, build_ack};
 use crate::plain_read::{self, RespKind};
 use crate::qualify::div_round_up_mtu;
 use crate::rc::{Connection, EngineError, MrTable, PacketSink, QpState, SourceData};
-use crate::read_resp::{self, RespBuilder};
+use crate::response_stream::{self, RespBuilder};
 use crate::wire::aeth::{self, NakCode};
 use crate::wire::{self, kdeth};
 
@@ -222,7 +222,7 @@ impl Responder {
             verbs_qp: conn.remote_verbs_qpn,
         };
         let vaddr = acc.vaddr.wrapping_add(u64::from(p.data_offset));
-        let n = read_resp::write_packet(
+        let n = response_stream::write_packet(
             sink.buffer(),
             conn.path,
             acc.tid_qpn,

@@ -6,9 +6,9 @@
 use hfi1_hal::Psn;
 
 use super::{AckEntry, EntryKind, ReqVerdict, Responder};
+use crate::admission::{self, Accepted, Reject};
 use crate::rc::{Connection, MrTable, QpState};
-use crate::read_req::{self, Accepted, Reject};
-use crate::read_resp::{Cursor, RespBuilder};
+use crate::response_stream::{Cursor, RespBuilder};
 use crate::wire;
 use crate::wire::aeth::NakCode;
 
@@ -30,12 +30,12 @@ fn response_packets(acc: &Accepted, pmtu: u32) -> u32 {
 /// reference the R_Key check took (on failure a reference taken is
 /// dropped again). Kernel: `rvt_rkey_ok()` inside the READ_REQ checks.
 fn validate_taking_mr(
-    view: &read_req::QpView,
-    request: &read_req::Request<'_>,
+    view: &admission::QpView,
+    request: &admission::Request<'_>,
     mrs: &impl MrTable,
 ) -> Result<(Accepted, Option<u32>), Reject> {
     let taken = core::cell::Cell::new(None);
-    let res = read_req::validate(view, request, |vaddr, len, rkey| {
+    let res = admission::validate(view, request, |vaddr, len, rkey| {
         let mr = mrs.get(vaddr, len, rkey);
         taken.set(mr);
         mr.is_some()
@@ -75,14 +75,14 @@ impl Responder {
             return ReqVerdict::Refused(None);
         }
         let room = self.room(self.tail);
-        let view = read_req::QpView {
+        let view = admission::QpView {
             remote_read: conn.remote_read,
             max_len: conn.local.max_len,
             pmtu: conn.pmtu,
             expected_psn: self.expected_psn,
             ack_queue_full: room.is_err(),
         };
-        let request = read_req::Request {
+        let request = admission::Request {
             psn,
             header: *hdr,
             payload,
@@ -167,14 +167,14 @@ impl Responder {
         }
         // Re-validated against the entry's own PSN: the queue checks were
         // done when it was accepted.
-        let view = read_req::QpView {
+        let view = admission::QpView {
             remote_read: true,
             max_len: u32::MAX,
             pmtu,
             expected_psn: psn,
             ack_queue_full: false,
         };
-        let request = read_req::Request {
+        let request = admission::Request {
             psn,
             header: *hdr,
             payload,

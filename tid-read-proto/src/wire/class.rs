@@ -148,7 +148,7 @@ mod tests {
         // Only the KDETH matters here; the rest stays zero.
         let mut hdr = read_resp::Repr::default();
         hdr.kdeth.kdeth0 = kdeth0;
-        let n = crate::read_resp::write_packet(
+        let n = crate::response_stream::write_packet(
             &mut buf,
             Path::default(),
             0x80_0801,
@@ -189,7 +189,7 @@ mod tests {
     /// by `classify` and `by_parse` cannot hide an inversion here).
     #[test]
     fn a_built_segment_is_middles_then_one_last() {
-        use crate::read_resp::{RespBuilder, RespFlow};
+        use crate::response_stream::{RespBuilder, RespFlow};
         use hfi1_hal::{Generation, TidCtrl, TidEntry};
         let entries = [
             TidEntry::new(0, TidCtrl::Pair, 2).unwrap(),
@@ -211,7 +211,7 @@ mod tests {
             hdr.kdeth.kdeth0 = pkt.kdeth0;
             hdr.kdeth.kdeth1 = pkt.kdeth1;
             let mut buf = vec![0u8; packet::MAX_PACKET];
-            let n = crate::read_resp::write_packet(
+            let n = crate::response_stream::write_packet(
                 &mut buf,
                 Path::default(),
                 0x80_0801,
@@ -291,7 +291,7 @@ mod tests {
             verbs_qp: 0x23,
             ..read_resp::Repr::default()
         };
-        let n = crate::read_resp::write_packet(
+        let n = crate::response_stream::write_packet(
             &mut buf,
             Path::default(),
             0x80_0801,

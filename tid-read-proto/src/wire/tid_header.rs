@@ -32,7 +32,13 @@ use hfi1_hal::consts::{
 use hfi1_hal::{FlowIndex, Psn};
 
 use super::bth;
-use crate::read_req::{DESTQP_FLOW_MASK, DESTQP_FLOW_SHIFT};
+
+/// Kernel: `TID_RDMA_DESTQP_FLOW_SHIFT` / `_MASK`.
+///
+/// Where the destination-QP bits of `tid_flow_qp` keep the flow index.
+pub const DESTQP_FLOW_SHIFT: u32 = 11;
+/// Mask of the flow index in `tid_flow_qp` (after the shift).
+pub const DESTQP_FLOW_MASK: u32 = 0x1F;
 
 /// Length in bytes of every TID RDMA header after the BTH (nine words).
 pub const HEADER_LEN: usize = 36;

@@ -39,7 +39,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout, Unaligned};
 
 use super::tid_header::{BthFields, tid_header_common};
 use super::{Result, kdeth};
-use crate::read_resp::{BuildError, Cursor, RespBuilder, RespFlow};
+use crate::response_stream::{BuildError, Cursor, RespBuilder, RespFlow};
 
 #[derive(FromBytes, IntoBytes, KnownLayout, Immutable, Unaligned)]
 #[repr(C)]

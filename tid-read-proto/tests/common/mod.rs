@@ -320,7 +320,7 @@ pub fn forge_resp(
         dlid: lrh.dlid,
         slid: lrh.slid,
     };
-    let n = tid_read_proto::read_resp::write_packet(
+    let n = tid_read_proto::response_stream::write_packet(
         &mut buf,
         path,
         dest,

@@ -3,7 +3,7 @@
 //! point it waits until every segment sent completed, then the hardware
 //! flow is released and taken again (a fresh generation); a new segment
 //! gets the flow ([`tid_flow::setup_hw_flow`]) and its RcvArray entries
-//! ([`tid_flow::exp_rcv_setup`]), either of which may queue the QP, and
+//! ([`tid_flow::setup_segment`]), either of which may queue the QP, and
 //! its IB PSN range (one PSN per response packet); a segment sent before
 //! keeps its PSNs. Its READ_REQ goes out with the TID entries.
 //!
@@ -13,16 +13,16 @@
 use arrayvec::ArrayVec;
 use hfi1_hal::TidEntry;
 use hfi1_hal::consts::{MAX_PAGESETS, MAX_TID_FLOW_PSN};
-use tid_flow::{FlowError, FlowPlatform, exp_rcv_setup, setup_hw_flow};
+use tid_flow::{FlowError, FlowPlatform, setup_hw_flow, setup_segment};
 
 use super::Step;
 use crate::opfn::timeout_shift;
 use crate::qualify::div_round_up_mtu;
 use crate::rc::{EngineError, PacketSink};
-use crate::read_req::{ReadReq, ReadReqFlow};
-use crate::read_resp::Cursor;
 use crate::requester::wqe::{ReqState, SegState};
 use crate::requester::{Env, Requester, SendState};
+use crate::response_stream::Cursor;
+use crate::segment_request::{ReadReq, ReadReqFlow};
 
 /// Where byte `at` of a scatter list lies.
 fn sge_cursor_at(sges: &[tid_flow::Sge], at: u64) -> tid_flow::SgeCursor {
@@ -237,7 +237,7 @@ impl<P: FlowPlatform> Requester<P> {
             return Ok(false);
         };
         let head = t.req.setup_head;
-        match exp_rcv_setup(env.rcd, &mut t.req, env.qp, env.locked(), &w.sges) {
+        match setup_segment(env.rcd, &mut t.req, env.qp, env.locked(), &w.sges) {
             Ok(()) => {}
             Err(FlowError::Again) => {
                 t.state = ReqState::Queued;

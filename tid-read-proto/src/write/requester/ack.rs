@@ -216,7 +216,7 @@ impl<P: FlowPlatform> Requester<P> {
                 continue;
             }
             t.state = TidReqState::Complete;
-            if t.req.clean_swqe().is_err() {
+            if t.req.free_flow_records().is_err() {
                 self.stats.clean_refused += 1;
             }
             self.rc_completion(env, i);

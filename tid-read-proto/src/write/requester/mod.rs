@@ -52,11 +52,10 @@ pub use req::{
 };
 pub use resp::WriteRespVerdict;
 
-use crate::qualify::{self, WrOpcode};
+use crate::qualify::WrOpcode;
 use crate::qualify_write::{WriteWorkRequest, qualify_write};
 use crate::rc::retry::Timer;
-use crate::rc::{EngineError, WcStatus, counters};
-use crate::requester::wqe::Wqe;
+use crate::rc::{EngineError, counters};
 use crate::requester::{Env, Requester};
 use crate::write::TidReqState;
 
@@ -232,7 +231,8 @@ impl<P: FlowPlatform> Requester<P> {
     /// now, `acked_tail = setup_head`); any other, or one whose flow
     /// records cannot be allocated, stays a plain RDMA WRITE. The local
     /// buffer's alignment is not looked at. On a QP in the error state the
-    /// WRITE completes [`WcStatus::Flushed`] at once.
+    /// WRITE completes
+    /// [`WcStatus::Flushed`](crate::rc::WcStatus::Flushed) at once.
     /// Kernel: `rvt_post_one_wr()` → `hfi1_setup_tid_rdma_wqe()` →
     /// `setup_tid_rdma_wqe()` (WRITE half).
     ///
@@ -249,24 +249,18 @@ impl<P: FlowPlatform> Requester<P> {
         env: &mut Env<'_, '_, P>,
         wr: &WriteWr<'_>,
     ) -> Result<(), EngineError> {
-        let (length, sges) = self.take_sges(wr.sges)?;
-        let mut w = Wqe::new(wr.wr_id, wr.remote_addr, wr.rkey, length, sges);
-        let status = if env.state.receives() {
-            let tid = self.plan_tid_write(env, wr.remote_addr, length);
+        let mut w = self.new_wqe(wr.wr_id, wr.remote_addr, wr.rkey, wr.sges)?;
+        w.write = Some(WriteWqe { tid: None });
+        self.queue_posted(env, w, |r, env, w| {
+            let tid = r.plan_tid_write(env, w.remote_addr, w.length);
             if tid.is_some() {
-                self.write.n_requests += 1;
-                self.write.stats.tid_writes += 1;
+                r.write.n_requests += 1;
+                r.write.stats.tid_writes += 1;
             } else {
-                self.write.stats.plain_writes += 1;
+                r.write.stats.plain_writes += 1;
             }
             w.write = Some(WriteWqe { tid });
-            None
-        } else {
-            w.write = Some(WriteWqe { tid: None });
-            Some(WcStatus::Flushed)
-        };
-        self.sq.push(w, status);
-        env.schedule();
+        });
         Ok(())
     }
 
@@ -279,14 +273,7 @@ impl<P: FlowPlatform> Requester<P> {
         length: u32,
     ) -> Option<TidWrite<P>> {
         let conn = env.conn;
-        let path = qualify::Path {
-            dlid: u32::from(conn.path.dlid),
-            port_lid: u32::from(conn.path.slid),
-            lmc: 0,
-            is_9b: true,
-            pmtu: conn.pmtu,
-            remote: conn.remote_tid(),
-        };
+        let path = Self::qualify_path(conn);
         let wr = WriteWorkRequest {
             opcode: WrOpcode::RdmaWrite,
             length,
@@ -320,7 +307,7 @@ impl<P: FlowPlatform> Requester<P> {
         let retry = self.write.s_retry;
         for (_, w) in self.sq.unfinished_mut() {
             if let Some(t) = w.write.as_mut().and_then(|x| x.tid.as_mut()) {
-                if t.req.clean_swqe().is_err() {
+                if t.req.free_flow_records().is_err() {
                     self.stats.clean_refused += 1;
                 }
             }

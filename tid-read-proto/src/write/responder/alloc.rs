@@ -12,7 +12,7 @@ use hfi1_hal::flags::TidFlags;
 use hfi1_hal::lock_order::{LockToken, RLock};
 use hfi1_hal::rnr::{flow_wt, rnr_nak_syndrome, rnr_timer_index, tid_rnr_timeout_us};
 use tid_flow::{
-    FlowError, PageWalk, SgeWalk, clear_hw_flow, exp_rcv_setup_with, ring_space, setup_hw_flow,
+    FlowError, PageWalk, SgeWalk, clear_hw_flow, ring_space, setup_hw_flow, setup_segment_with,
     wait_position,
 };
 
@@ -161,7 +161,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             },
             left,
         };
-        let r = exp_rcv_setup_with(
+        let r = setup_segment_with(
             self.rcd,
             &mut e.req,
             self.qp,

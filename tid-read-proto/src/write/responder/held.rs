@@ -22,7 +22,7 @@
 //! fresh generation on purpose so the next segment (this QP's or a
 //! waiting one's) can have them at once.
 
-use tid_flow::{exp_rcv_retire, regenerate_hw_flow, release_retired};
+use tid_flow::{regenerate_hw_flow, release_retired, retire_segment};
 
 use super::Env;
 use hfi1_hal::flags::TidFlags;
@@ -38,7 +38,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         let Some(e) = self.w.entries.get_mut(i) else {
             return false;
         };
-        let Ok(r) = exp_rcv_retire(self.rcd, &mut e.req, self.locked.again()) else {
+        let Ok(r) = retire_segment(self.rcd, &mut e.req, self.locked.again()) else {
             return false;
         };
         if r.is_empty() {

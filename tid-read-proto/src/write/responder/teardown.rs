@@ -8,7 +8,7 @@
 //! and errors the QP (`hfi1_tid_timeout()`).
 
 use hfi1_hal::flags::TidFlags;
-use tid_flow::{clear_hw_flow, exp_rcv_clear_all};
+use tid_flow::{clear_all_segments, clear_hw_flow};
 
 use super::{Env, RecvPath, RnrNakState};
 use crate::rc::QpState;
@@ -27,9 +27,9 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         self.release_held();
         for e in &mut self.w.entries {
             if e.req.has_flows() {
-                exp_rcv_clear_all(self.rcd, &mut e.req, self.qp, self.locked.again());
+                clear_all_segments(self.rcd, &mut e.req, self.qp, self.locked.again());
                 // Nothing is set up any more: cannot report busy.
-                let _ = e.req.clean_swqe();
+                let _ = e.req.free_flow_records();
             }
             e.alloc_seg = e.comp_seg;
         }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The TID RDMA READ_REQ above its wire format ([`crate::wire::read_req`]
-//! holds the header's bytes): the requester builds one per segment
-//! ([`ReadReq::build`], [`ReadReq::write_packet`]), and the responder
-//! validates what arrives ([`validate`], SPEC §5 "Responder").
+//! The responder's admission of a TID RDMA READ_REQ: what [`validate`]
+//! checks of a request that arrived (SPEC §5 "Responder"), and the flow an
+//! accepted one gives. The header's bytes are [`crate::wire::read_req`]'s;
+//! the requester's side of the packet is [`crate::segment_request`].
 //!
 //! The checks, in the driver's order, and the NAK each failure earns:
 //!
@@ -25,22 +25,15 @@
 //! ack-queue entry spans: one IB PSN per response packet.
 //! Kernel: `hfi1_rc_rcv_tid_rdma_read_req()`, `tid_rdma_rcv_read_request()`.
 
-use hfi1_hal::consts::{MAX_PAGESETS, OP_TID_RDMA_READ_REQ, PAGE_SIZE};
-use hfi1_hal::{FlowIndex, FlowPsn, Generation, Kdeth0, Kdeth1, Psn, TidEntry};
+use hfi1_hal::consts::{MAX_PAGESETS, PAGE_SIZE};
+use hfi1_hal::{FlowIndex, FlowPsn, Generation, Psn, TidEntry};
 
-use crate::packet::{BthOut, PacketError, Path, frame};
 use crate::qualify::div_round_up_mtu;
-use crate::read_resp::RespFlow;
+use crate::response_stream::RespFlow;
 use crate::wire::aeth::NakCode;
+use crate::wire::read_req;
 use crate::wire::tid_entries::{ENTRY_LEN, Entries};
-use crate::wire::{self, kdeth, read_req, reth, tid_header};
-
-/// Kernel: `TID_RDMA_DESTQP_FLOW_SHIFT` / `_MASK`.
-///
-/// Where the destination-QP bits of `tid_flow_qp` keep the flow index.
-pub const DESTQP_FLOW_SHIFT: u32 = 11;
-/// Mask of the flow index in `tid_flow_qp` (after the shift).
-pub const DESTQP_FLOW_MASK: u32 = 0x1F;
+use crate::wire::tid_header::{DESTQP_FLOW_MASK, DESTQP_FLOW_SHIFT};
 
 /// Most TID entries one request may carry. Kernel: `TID_RDMA_MAX_PAGES`
 /// (the size of `flow->tid_entry[]`).
@@ -269,141 +262,6 @@ pub fn validate(
     })
 }
 
-/// What the requester's READ_REQ for one segment is built from.
-#[derive(Debug, Clone, Copy)]
-pub struct ReadReqFlow<'a> {
-    /// The segment's TID entries from the cursor's entry on (what the
-    /// responder has still to fill).
-    pub entries: &'a [TidEntry],
-    /// The flow's generation.
-    pub generation: Generation,
-    /// First flow sequence of the segment.
-    pub spsn: u32,
-    /// Packets of the segment already received (the cursor after a
-    /// restart, 0 otherwise).
-    pub pkt: u8,
-    /// Bytes of the segment already received.
-    pub sent: u32,
-    /// IB PSN of the segment's first packet.
-    pub ib_spsn: Psn,
-    /// The hardware flow the segment uses.
-    pub flow: FlowIndex,
-    /// Local KDETH QPN (prefix << 16 | ctxt), the local OPFN `qp`.
-    pub local_qp: u32,
-    /// Local receive context.
-    pub ctxt: u8,
-    /// The peer's KDETH QPN (its OPFN `qp`): the BTH destination.
-    pub remote_qp: u32,
-    /// The peer's J_KEY (OPFN).
-    pub remote_jkey: u16,
-    /// The peer's verbs QP number.
-    pub remote_verbs_qp: u32,
-    /// The work request's remote address (start of the whole READ).
-    pub remote_addr: u64,
-    /// The work request's remote key.
-    pub rkey: u32,
-    /// Index of this segment in the request.
-    pub cur_seg: u32,
-    /// Segment length of the request (`seg_len`).
-    pub seg_len: u32,
-    /// Bytes this READ_REQ asks for.
-    pub len: u32,
-}
-
-/// A built READ_REQ: BTH fields, the header after the BTH, and the payload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReadReq<'a> {
-    /// BTH destination QP: the peer's KDETH QPN (24 bits).
-    pub bth_dest_qp: u32,
-    /// BTH PSN: the IB PSN of the segment's next packet; AckReq is set.
-    pub bth_psn: Psn,
-    /// The header after the BTH.
-    pub header: read_req::Repr,
-    /// The payload: TID entries.
-    pub entries: &'a [TidEntry],
-}
-
-impl ReadReq<'_> {
-    /// Bytes after the BTH: header plus payload.
-    pub const fn len(&self) -> usize {
-        read_req::HEADER_LEN + wire::tid_entries::payload_len(self.entries.len())
-    }
-
-    /// Never empty: the header is always there.
-    pub const fn is_empty(&self) -> bool {
-        false
-    }
-
-    /// Writes the header and the TID entries (the bytes after the BTH) and
-    /// returns how many were written.
-    ///
-    /// # Errors
-    ///
-    /// `buf` is too short.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, wire::Error> {
-        let need = self.len();
-        let buf = buf.get_mut(..need).ok_or(wire::Error::Truncated)?;
-        let mut p = read_req::Packet::new_unchecked(buf);
-        self.header.emit(&mut p)?;
-        wire::tid_entries::emit(self.entries, p.payload_mut())?;
-        Ok(need)
-    }
-
-    /// Kernel: the frame `hfi1_make_rc_req()` puts around
-    /// `hfi1_build_tid_rdma_read_packet()`.
-    ///
-    /// Writes the whole packet (LRH, BTH with AckReq, this READ_REQ, ICRC)
-    /// into `buf` and returns its length.
-    ///
-    /// # Errors
-    ///
-    /// [`PacketError::NoRoom`] if `buf` is too short.
-    pub fn write_packet(&self, buf: &mut [u8], path: Path) -> Result<usize, PacketError> {
-        let b = BthOut {
-            opcode: OP_TID_RDMA_READ_REQ,
-            dest_qp: self.bth_dest_qp,
-            ack_req: true,
-            psn: self.bth_psn,
-        };
-        frame(buf, path, b, self.len(), |body| {
-            self.emit(body).map_err(|_| PacketError::NoRoom)?;
-            Ok(())
-        })
-    }
-}
-
-impl<'a> ReadReq<'a> {
-    /// Kernel: `hfi1_build_tid_rdma_read_packet()` (the header part; the
-    /// request bookkeeping it also does belongs to the requester).
-    ///
-    /// The READ_REQ of one segment.
-    pub fn build(f: &ReadReqFlow<'a>) -> Self {
-        let vaddr = f
-            .remote_addr
-            .wrapping_add(u64::from(f.cur_seg).wrapping_mul(u64::from(f.seg_len)))
-            .wrapping_add(u64::from(f.sent));
-        ReadReq {
-            bth_dest_qp: f.remote_qp & 0x00FF_FFFF,
-            bth_psn: f.ib_spsn.add(u32::from(f.pkt)),
-            header: read_req::Repr {
-                kdeth: kdeth::Repr {
-                    kdeth0: Kdeth0::from_raw(Kdeth0::KVER << 30),
-                    kdeth1: Kdeth1::with_jkey(f.remote_jkey),
-                },
-                reth: reth::Repr {
-                    vaddr,
-                    rkey: f.rkey,
-                    length: f.len,
-                },
-                flow_psn: FlowPsn::new(f.generation, f.spsn.wrapping_add(u32::from(f.pkt))),
-                tid_flow_qp: tid_header::tid_flow_qp(f.local_qp, f.flow, f.ctxt),
-                verbs_qp: f.remote_verbs_qp,
-            },
-            entries: f.entries,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,22 +316,35 @@ mod tests {
             (a.ib_spsn, a.ib_lpsn, a.npkts),
             (Psn::new(50), Psn::new(113), 64)
         );
-        let n = crate::read_resp::RespBuilder::new(&a.resp_flow(32, false, 4096)).count();
+        let n = crate::response_stream::RespBuilder::new(&a.resp_flow(32, false, 4096)).count();
         assert_eq!(n, 64);
     }
 
-    /// One case per check, in the driver's order: a long table, not long
-    /// logic.
-    #[test]
-    fn each_reject_and_its_nak() {
-        let e = [TidEntry::new(0, TidCtrl::Pair, 2).unwrap()];
-        let pl = payload(&e);
-        let ok = |_, _, _| true;
-        let req = |len| Request {
+    /// One entry of two pages: what the rejects below start from.
+    fn two_pages() -> (TidEntry, Vec<u8>) {
+        let e = TidEntry::new(0, TidCtrl::Pair, 2).unwrap();
+        (e, payload(&[e]))
+    }
+
+    /// A request for `len` bytes at the expected PSN with `payload`.
+    fn request(len: u32, payload: &[u8]) -> Request<'_> {
+        Request {
             psn: Psn::new(50),
             header: header(len),
-            payload: &pl,
-        };
+            payload,
+        }
+    }
+
+    fn ok(_: u64, _: u32, _: u32) -> bool {
+        true
+    }
+
+    /// One case per check on the QP and the header (checks 1 to 5 of the
+    /// module doc), in the driver's order.
+    #[test]
+    fn each_reject_and_its_nak() {
+        let (_, pl) = two_pages();
+        let req = |len| request(len, &pl);
         let mut q = qp();
         q.remote_read = false;
         let r = validate(&q, &req(8192), ok).unwrap_err();
@@ -501,6 +372,14 @@ mod tests {
         assert_eq!(r.nak(), Some(NakCode::RemoteOperationalError));
         let r = validate(&qp(), &req(8192), |_, _, _| false).unwrap_err();
         assert_eq!(r.nak(), Some(NakCode::RemoteAccessError));
+    }
+
+    /// One case per check on the payload (check 6 of the module doc), and
+    /// the longest payload that passes.
+    #[test]
+    fn each_payload_reject_and_its_nak() {
+        let (e, pl) = two_pages();
+        let req = |len| request(len, &pl);
         let r = validate(&qp(), &req(12288), ok).unwrap_err();
         assert_eq!(
             r,
@@ -511,79 +390,17 @@ mod tests {
         );
         assert_eq!(r.nak(), Some(NakCode::InvalidRequest));
         let long = payload(&[TidEntry::new(0, TidCtrl::Even, 1).unwrap(); 65]);
-        let r = validate(
-            &qp(),
-            &Request {
-                payload: &long,
-                ..req(8192)
-            },
-            ok,
-        )
-        .unwrap_err();
+        let r = validate(&qp(), &request(8192, &long), ok).unwrap_err();
         assert_eq!(r, Reject::PayloadTooLong(260));
-        let zero = payload(&[e[0], TidEntry::from_raw(1 << 20)]);
-        let r = validate(
-            &qp(),
-            &Request {
-                payload: &zero,
-                ..req(8192)
-            },
-            ok,
-        )
-        .unwrap_err();
+        let zero = payload(&[e, TidEntry::from_raw(1 << 20)]);
+        let r = validate(&qp(), &request(8192, &zero), ok).unwrap_err();
         assert_eq!(r, Reject::EmptyEntry(1));
-        let r = validate(
-            &qp(),
-            &Request {
-                payload: &[],
-                ..req(8192)
-            },
-            ok,
-        )
-        .unwrap_err();
+        let r = validate(&qp(), &request(8192, &[]), ok).unwrap_err();
         assert!(matches!(r, Reject::EntriesTooShort { covered: 0, .. }));
         // 64 entries exactly is fine; a trailing partial word is ignored.
         let max = payload(&[TidEntry::new(0, TidCtrl::Even, 1).unwrap(); 64]);
         for p in [&max[..], &max[..255]] {
-            let r = Request {
-                payload: p,
-                ..req(8192)
-            };
-            assert!(validate(&qp(), &r, ok).is_ok());
+            assert!(validate(&qp(), &request(8192, p), ok).is_ok());
         }
-    }
-
-    #[test]
-    fn read_req_fields() {
-        let e = [TidEntry::new(0, TidCtrl::Pair, 64).unwrap()];
-        let r = ReadReq::build(&ReadReqFlow {
-            entries: &e,
-            generation: Generation::masked(3),
-            spsn: 5,
-            pkt: 0,
-            sent: 0,
-            ib_spsn: Psn::new(0x20),
-            flow: FlowIndex::new(3).unwrap(),
-            local_qp: 0x80_0003,
-            ctxt: 3,
-            remote_qp: 0x80_0002,
-            remote_jkey: 32,
-            remote_verbs_qp: 0x11,
-            remote_addr: 0x1_0000,
-            rkey: 0x55,
-            cur_seg: 1,
-            seg_len: 256 * 1024,
-            len: 256 * 1024,
-        });
-        assert_eq!(r.bth_dest_qp, 0x80_0002);
-        assert_eq!(r.bth_psn, Psn::new(0x20));
-        assert_eq!(r.header.tid_flow_qp, 0x80_1803);
-        assert_eq!(r.header.flow_psn.raw(), 0x1805);
-        assert_eq!(r.header.reth.vaddr, 0x1_0000 + 256 * 1024);
-        assert_eq!(r.header.kdeth.kdeth0.kver(), 1);
-        let mut buf = [0u8; 64];
-        assert_eq!(r.emit(&mut buf), Ok(40));
-        assert_eq!(&buf[36..40], &[0x40, 0x00, 0x30, 0x00]);
-        assert!(r.emit(&mut buf[..39]).is_err());
     }
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! The TID RDMA READ_RESP above its wire format
-//! ([`crate::wire::read_resp`] holds the header's bytes): the responder's
-//! stream of them for one segment, and the whole packet
-//! ([`write_packet`]).
+//! The responder's READ_RESP stream for one segment: what each packet
+//! carries ([`RespBuilder`]) and the whole packet ([`write_packet`]). The
+//! header's bytes are [`crate::wire::read_resp`]'s; the request the
+//! stream answers is checked by [`crate::admission`].
 //!
 //! [`RespBuilder`] yields a segment's READ_RESP packets one at a time
 //! (SPEC §5 "Responder"): each carries `min(pmtu, rest of the current TID
