@@ -40,6 +40,7 @@
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
+use core::mem::MaybeUninit;
 
 use crate::consts::{PAGE_SHIFT, PAGE_SIZE};
 
@@ -65,21 +66,21 @@ const SLAB_PAGES: usize = 1;
 const NO_FRAME: u32 = u32::MAX;
 
 /// A slab of page backings, aligned so that a host build's slab is one
-/// huge-page frame.
+/// huge-page frame. Its pages are uninitialised until handed out: a page
+/// is written whole (the first write's bytes, zeros around them) when it
+/// leaves the slab, so the slab itself is never zeroed in a pass of its
+/// own (the kernel already clears the huge page on its first touch).
 #[cfg_attr(feature = "std", repr(C, align(2097152)))]
 #[cfg_attr(not(feature = "std"), repr(C))]
-struct Slab([Page; SLAB_PAGES]);
+struct Slab([MaybeUninit<Page>; SLAB_PAGES]);
 
 impl Slab {
-    /// A zeroed slab, built on the heap (it is too large for the stack).
+    /// A new slab, on the heap (it is too large for the stack).
     fn new_boxed() -> Box<Self> {
         let mut slab = Box::<Self>::new_uninit();
         advise_huge(slab.as_mut_ptr().cast(), core::mem::size_of::<Self>());
-        // SAFETY: the pointer is the box's own allocation of exactly
-        // `size_of::<Self>()` bytes, written here before any read.
-        unsafe { core::ptr::write_bytes(slab.as_mut_ptr(), 0, 1) };
-        // SAFETY: every byte was zeroed above, and all-zero bytes are a
-        // valid array of `u8` pages.
+        // SAFETY: `Slab` is an array of `MaybeUninit`, which needs no
+        // initialisation.
         unsafe { slab.assume_init() }
     }
 }
@@ -127,20 +128,15 @@ struct Frames {
 
 impl Clone for Frames {
     fn clone(&self) -> Self {
-        let slabs = self
-            .slabs
-            .iter()
-            .map(|s| {
-                let mut n = Slab::new_boxed();
-                n.0.copy_from_slice(&s.0);
-                n
-            })
-            .collect();
-        Self {
-            slabs,
-            fresh: self.fresh,
-            spare: self.spare.clone(),
+        // Fresh frames are handed out in order, so taking them again one
+        // by one gives each the same number.
+        let mut n = Self::default();
+        for f in 0..self.fresh {
+            let page = u32::try_from(f).ok().and_then(|f| self.get(f));
+            let _ = n.take(0, page.map_or(&[0; PAGE], |p| p));
         }
+        n.spare.clone_from(&self.spare);
+        n
     }
 }
 
@@ -152,32 +148,59 @@ impl Frames {
     }
 
     fn get(&self, frame: u32) -> Option<&Page> {
+        if frame as usize >= self.fresh {
+            return None;
+        }
         let (slab, page) = Self::place(frame);
-        self.slabs.get(slab)?.0.get(page)
+        let slot = self.slabs.get(slab)?.0.get(page)?;
+        // SAFETY: every frame below `fresh` was written whole when it was
+        // handed out (`take`), and stays initialised after.
+        Some(unsafe { slot.assume_init_ref() })
     }
 
     fn get_mut(&mut self, frame: u32) -> Option<&mut Page> {
+        if frame as usize >= self.fresh {
+            return None;
+        }
         let (slab, page) = Self::place(frame);
-        self.slabs.get_mut(slab)?.0.get_mut(page)
+        let slot = self.slabs.get_mut(slab)?.0.get_mut(page)?;
+        // SAFETY: as in `get`: frames below `fresh` are initialised.
+        Some(unsafe { slot.assume_init_mut() })
     }
 
-    /// A frame for a page's first write: a spare one (zeroed unless the
-    /// write covers it whole) or a fresh, zeroed one.
-    fn take(&mut self, whole: bool) -> u32 {
+    /// A frame for a page's first write of `data` at offset `off`, with
+    /// the write done: a spare frame (zeroed first unless `data` covers it
+    /// whole) or a fresh one (`data` and zeros around it). `None` if
+    /// `data` does not fit the page at `off`, or the frame numbers ran out.
+    fn take(&mut self, off: usize, data: &[u8]) -> Option<u32> {
+        let end = off.checked_add(data.len()).filter(|&e| e <= PAGE)?;
         if let Some(f) = self.spare.pop() {
-            if !whole {
-                if let Some(p) = self.get_mut(f) {
-                    p.fill(0);
-                }
+            let p = self.get_mut(f)?;
+            if data.len() < PAGE {
+                p.fill(0);
             }
-            return f;
+            p.get_mut(off..end)?.copy_from_slice(data);
+            return Some(f);
         }
+        let f = u32::try_from(self.fresh).ok().filter(|&f| f != NO_FRAME)?;
         if self.fresh == self.slabs.len() * SLAB_PAGES {
             self.slabs.push(Slab::new_boxed());
         }
-        let f = u32::try_from(self.fresh).unwrap_or(NO_FRAME);
+        let (slab, page) = Self::place(f);
+        let slot = self.slabs.get_mut(slab)?.0.get_mut(page)?;
+        let dst = slot.as_mut_ptr().cast::<u8>();
+        // SAFETY: `dst` is the start of this slot's `PAGE` bytes, owned by
+        // the slab and not yet handed out (no reference to them exists);
+        // `off <= end <= PAGE`, so the three ranges [0, off), [off, end)
+        // and [end, PAGE) are inside the slot and together cover it, and
+        // `data` is caller memory, never a slot not yet handed out.
+        unsafe {
+            core::ptr::write_bytes(dst, 0, off);
+            core::ptr::copy_nonoverlapping(data.as_ptr(), dst.add(off), data.len());
+            core::ptr::write_bytes(dst.add(end), 0, PAGE - end);
+        }
         self.fresh += 1;
-        f
+        Some(f)
     }
 }
 
@@ -351,17 +374,19 @@ impl SimMemory {
                 _ => None,
             }
             .ok_or(UnmappedPage { addr: a })?;
+            let src = rest.get(..n).unwrap_or(&[]);
             if *backing == NO_FRAME {
+                *backing = self.frames.take(off, src).ok_or(UnmappedPage { addr: a })?;
                 self.resident += 1;
                 self.peak_resident = self.peak_resident.max(self.resident);
-                *backing = self.frames.take(n == PAGE);
-            }
-            let page = self
-                .frames
-                .get_mut(*backing)
-                .ok_or(UnmappedPage { addr: a })?;
-            if let (Some(dst), Some(src)) = (page.get_mut(off..off + n), rest.get(..n)) {
-                dst.copy_from_slice(src);
+            } else {
+                let page = self
+                    .frames
+                    .get_mut(*backing)
+                    .ok_or(UnmappedPage { addr: a })?;
+                if let Some(dst) = page.get_mut(off..off + n) {
+                    dst.copy_from_slice(src);
+                }
             }
             done += n;
         }
