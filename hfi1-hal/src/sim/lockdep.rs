@@ -72,10 +72,24 @@ impl Held {
         Ok(())
     }
 
-    fn remove(&mut self, pos: usize) {
-        if pos < self.len {
-            self.locks.copy_within(pos + 1..self.len, pos);
-            self.len -= 1;
+    /// Drops lock `id` from the stack; false if this thread does not hold
+    /// it. The lock on top (the usual, last-taken-first-released case)
+    /// goes without a search or a move.
+    fn release(&mut self, id: usize) -> bool {
+        let Some(top) = self.len.checked_sub(1) else {
+            return false;
+        };
+        if self.locks.get(top).is_some_and(|&(_, i)| i == id) {
+            self.len = top;
+            return true;
+        }
+        match self.as_slice().iter().rposition(|&(_, i)| i == id) {
+            Some(pos) => {
+                self.locks.copy_within(pos + 1..self.len, pos);
+                self.len = top;
+                true
+            }
+            None => false,
         }
     }
 }
@@ -238,14 +252,7 @@ unsafe impl RawSpinLock for CheckedSpinLock {
 
     unsafe fn unlock_irqrestore(&self, flags: ()) {
         let id = self.id();
-        let found = HELD.with(|h| {
-            let mut h = h.borrow_mut();
-            let pos = h.as_slice().iter().rposition(|&(_, i)| i == id);
-            if let Some(pos) = pos {
-                h.remove(pos);
-            }
-            pos.is_some()
-        });
+        let found = HELD.with(|h| h.borrow_mut().release(id));
         if !found {
             report(self.class, Fault::NotHeld);
         }
@@ -482,5 +489,44 @@ mod tests {
         }
         assert_eq!(held_by_this_thread(), 0);
         assert!(acquisitions() >= before + 2);
+    }
+
+    #[test]
+    fn release_out_of_order_and_release_of_a_lock_not_held() {
+        let s = CheckedSpinLock::new_with_class(SLock::class());
+        let e = CheckedSpinLock::new_with_class(ExpLock::class());
+        let r = CheckedSpinLock::new_with_class(RLock::class());
+        r.lock_irqsave();
+        s.lock_irqsave();
+        e.lock_irqsave();
+        // SAFETY: `s` is held by this thread; it is not on top.
+        unsafe { s.unlock_irqrestore(()) };
+        assert_eq!(held_by_this_thread(), 2);
+        // r and exp_lock stay, in order: a new s_lock is now below
+        // exp_lock's rank and must be refused; exp_lock again is a
+        // self-deadlock.
+        for again in [&s, &e] {
+            let res =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| again.lock_irqsave()));
+            assert!(res.is_err());
+        }
+        // SAFETY: both held by this thread.
+        unsafe {
+            r.unlock_irqrestore(());
+            e.unlock_irqrestore(());
+        }
+        assert_eq!(held_by_this_thread(), 0);
+        // Released again: this thread no longer holds it.
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: deliberately wrong: the checker must refuse before
+            // the inner lock is touched.
+            unsafe { e.unlock_irqrestore(()) }
+        }));
+        let msg = res.err().and_then(|p| p.downcast_ref::<String>().cloned());
+        assert!(
+            msg.as_deref()
+                .is_some_and(|m| m.contains("released by a context that does not hold it")),
+            "{msg:?}"
+        );
     }
 }
