@@ -31,9 +31,10 @@
 //! builds (feature `std`) a slab is 512 pages, aligned to 2 MiB and
 //! offered to the kernel for a transparent huge page before it is first
 //! touched: a simulation that backs tens of MiB takes one page fault per
-//! 2 MiB instead of one per 4 KiB (the faults were about a fifth of the
-//! default tid-sim run). Without `std` (the kernel self-test) a slab is
-//! one page, as before. A slab's pages are handed out once each; a page
+//! 2 MiB instead of one per 4 KiB (per-page faults are otherwise a large
+//! share of a run's time). Without `std` (the kernel self-test, where a
+//! 2 MiB-aligned allocation is not to be asked for) a slab is one page.
+//! A slab's pages are handed out once each; a page
 //! given back goes to the spare list, so the bound above still holds, up
 //! to the last slab's pages not yet handed out.
 
