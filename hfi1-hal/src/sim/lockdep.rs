@@ -64,23 +64,32 @@ impl Held {
         self.locks.get(..self.len).unwrap_or(&[])
     }
 
-    fn push(&mut self, lock: (&'static LockClass, usize)) {
-        match self.locks.get_mut(self.len) {
-            Some(slot) => {
-                *slot = lock;
-                self.len += 1;
-            }
-            None => violation(format_args!(
-                "{} taken while holding {MAX_HELD} locks",
-                lock.0.name_str()
-            )),
-        }
+    /// Records `lock` on top; `Err` if the stack is full.
+    fn push(&mut self, lock: (&'static LockClass, usize)) -> Result<(), Fault> {
+        let slot = self.locks.get_mut(self.len).ok_or(Fault::Full)?;
+        *slot = lock;
+        self.len += 1;
+        Ok(())
     }
 
-    fn remove(&mut self, pos: usize) {
-        if pos < self.len {
-            self.locks.copy_within(pos + 1..self.len, pos);
-            self.len -= 1;
+    /// Drops lock `id` from the stack; false if this thread does not hold
+    /// it. The lock on top (the usual, last-taken-first-released case)
+    /// goes without a search or a move.
+    fn release(&mut self, id: usize) -> bool {
+        let Some(top) = self.len.checked_sub(1) else {
+            return false;
+        };
+        if self.locks.get(top).is_some_and(|&(_, i)| i == id) {
+            self.len = top;
+            return true;
+        }
+        match self.as_slice().iter().rposition(|&(_, i)| i == id) {
+            Some(pos) => {
+                self.locks.copy_within(pos + 1..self.len, pos);
+                self.len = top;
+                true
+            }
+            None => false,
         }
     }
 }
@@ -125,6 +134,65 @@ fn violation(msg: core::fmt::Arguments<'_>) -> ! {
     panic!("lock-order violation: {msg}");
 }
 
+/// What a check found wrong. The checks run on every acquisition and
+/// release, so they only compare class and lock ids and return this; the
+/// message is formatted out of line ([`report`]), off the fast path, once
+/// the thread-local is released.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// The lock is already held by this thread.
+    Twice(&'static LockClass),
+    /// A held lock's rank is not below the new one's.
+    Rank(&'static LockClass),
+    /// [`MAX_HELD`] locks are held already.
+    Full,
+    /// Released by a context that does not hold it.
+    NotHeld,
+    /// The token does not name the top of the stack (`None`: nothing held).
+    Token(&'static LockClass, Option<&'static LockClass>),
+    /// Assumed held, but a later lock is on top.
+    NotOnTop,
+    /// Assumed held by a context that does not hold it.
+    NotAssumable,
+    /// Assumed held with a token below it that does not match.
+    AssumedToken(&'static LockClass),
+}
+
+/// Counts and panics for `fault` of lock class `class`.
+#[cold]
+#[inline(never)]
+fn report(class: &'static LockClass, fault: Fault) -> ! {
+    let name = class.name_str();
+    match fault {
+        Fault::Twice(c) => violation(format_args!("{} taken twice (self-deadlock)", c.name_str())),
+        Fault::Rank(c) => violation(format_args!(
+            "{name} (rank {}) taken while holding {} (rank {})",
+            class.rank,
+            c.name_str(),
+            c.rank
+        )),
+        Fault::Full => violation(format_args!("{name} taken while holding {MAX_HELD} locks")),
+        Fault::NotHeld => violation(format_args!(
+            "{name} released by a context that does not hold it"
+        )),
+        Fault::Token(token, top) => violation(format_args!(
+            "{name} taken with a {} token while the thread holds {} on top",
+            token.name_str(),
+            top.map_or("nothing", LockClass::name_str)
+        )),
+        Fault::NotOnTop => violation(format_args!(
+            "{name} assumed held, but the thread took another lock after it"
+        )),
+        Fault::NotAssumable => violation(format_args!(
+            "{name} assumed held by a context that does not hold it"
+        )),
+        Fault::AssumedToken(token) => violation(format_args!(
+            "{name} assumed held with a {} token, but the thread holds more",
+            token.name_str()
+        )),
+    }
+}
+
 /// True if `token` names what the thread holds on top of `below`: nothing
 /// for the root, else a lock of that class.
 fn token_matches(below: Option<&(&'static LockClass, usize)>, token: &'static LockClass) -> bool {
@@ -159,90 +227,69 @@ unsafe impl RawSpinLock for CheckedSpinLock {
 
     fn lock_irqsave(&self) {
         let id = self.id();
-        HELD.with(|h| {
+        let rank = self.class.rank;
+        let checked = HELD.with(|h| {
             let mut h = h.borrow_mut();
-            for (c, held_id) in h.as_slice() {
-                if *held_id == id {
-                    violation(format_args!("{} taken twice (self-deadlock)", c.name_str()));
+            for &(c, held_id) in h.as_slice() {
+                if held_id == id {
+                    return Err(Fault::Twice(c));
                 }
-                if c.rank >= self.class.rank {
-                    violation(format_args!(
-                        "{} (rank {}) taken while holding {} (rank {})",
-                        self.class.name_str(),
-                        self.class.rank,
-                        c.name_str(),
-                        c.rank
-                    ));
+                if c.rank >= rank {
+                    return Err(Fault::Rank(c));
                 }
             }
             // Recorded before the lock is taken (one thread-local access,
             // not two): only this thread reads its stack, and it is
             // spinning until the lock is its own.
-            h.push((self.class, id));
+            h.push((self.class, id))
         });
+        if let Err(fault) = checked {
+            report(self.class, fault);
+        }
         self.inner.lock_irqsave();
         ACQUIRES.fetch_add(1, Ordering::Relaxed);
     }
 
     unsafe fn unlock_irqrestore(&self, flags: ()) {
         let id = self.id();
-        HELD.with(|h| {
-            let mut h = h.borrow_mut();
-            match h.as_slice().iter().rposition(|(_, i)| *i == id) {
-                Some(pos) => {
-                    h.remove(pos);
-                }
-                None => violation(format_args!(
-                    "{} released by a context that does not hold it",
-                    self.class.name_str()
-                )),
-            }
-        });
+        let found = HELD.with(|h| h.borrow_mut().release(id));
+        if !found {
+            report(self.class, Fault::NotHeld);
+        }
         // SAFETY: forwarded contract: the caller holds the lock.
         unsafe { self.inner.unlock_irqrestore(flags) };
     }
 
     fn before_lock(&self, token: &'static LockClass) {
-        HELD.with(|h| {
-            let h = h.borrow();
-            let top = h.as_slice().last();
-            if !token_matches(top, token) {
-                let held = top.map_or("nothing", |(c, _)| c.name_str());
-                violation(format_args!(
-                    "{} taken with a {} token while the thread holds {} on top",
-                    self.class.name_str(),
-                    token.name_str(),
-                    held
-                ));
-            }
-        });
+        let top = HELD.with(|h| h.borrow().as_slice().last().map(|&(c, _)| c));
+        let matches = match top {
+            None => *token == UNLOCKED_CLASS,
+            Some(c) => c == token,
+        };
+        if !matches {
+            report(self.class, Fault::Token(token, top));
+        }
     }
 
     fn assert_held(&self, token: &'static LockClass) {
         let id = self.id();
-        HELD.with(|h| {
+        let checked = HELD.with(|h| {
             let h = h.borrow();
             let h = h.as_slice();
             let n = h.len();
             match h.last() {
                 Some((_, top)) if *top == id => {}
-                Some(_) if h.iter().any(|(_, i)| *i == id) => violation(format_args!(
-                    "{} assumed held, but the thread took another lock after it",
-                    self.class.name_str()
-                )),
-                _ => violation(format_args!(
-                    "{} assumed held by a context that does not hold it",
-                    self.class.name_str()
-                )),
+                Some(_) if h.iter().any(|(_, i)| *i == id) => return Err(Fault::NotOnTop),
+                _ => return Err(Fault::NotAssumable),
             }
             if !token_matches(n.checked_sub(2).and_then(|i| h.get(i)), token) {
-                violation(format_args!(
-                    "{} assumed held with a {} token, but the thread holds more",
-                    self.class.name_str(),
-                    token.name_str()
-                ));
+                return Err(Fault::AssumedToken(token));
             }
+            Ok(())
         });
+        if let Err(fault) = checked {
+            report(self.class, fault);
+        }
         ASSUMED.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -442,5 +489,44 @@ mod tests {
         }
         assert_eq!(held_by_this_thread(), 0);
         assert!(acquisitions() >= before + 2);
+    }
+
+    #[test]
+    fn release_out_of_order_and_release_of_a_lock_not_held() {
+        let s = CheckedSpinLock::new_with_class(SLock::class());
+        let e = CheckedSpinLock::new_with_class(ExpLock::class());
+        let r = CheckedSpinLock::new_with_class(RLock::class());
+        r.lock_irqsave();
+        s.lock_irqsave();
+        e.lock_irqsave();
+        // SAFETY: `s` is held by this thread; it is not on top.
+        unsafe { s.unlock_irqrestore(()) };
+        assert_eq!(held_by_this_thread(), 2);
+        // r and exp_lock stay, in order: a new s_lock is now below
+        // exp_lock's rank and must be refused; exp_lock again is a
+        // self-deadlock.
+        for again in [&s, &e] {
+            let res =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| again.lock_irqsave()));
+            assert!(res.is_err());
+        }
+        // SAFETY: both held by this thread.
+        unsafe {
+            r.unlock_irqrestore(());
+            e.unlock_irqrestore(());
+        }
+        assert_eq!(held_by_this_thread(), 0);
+        // Released again: this thread no longer holds it.
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: deliberately wrong: the checker must refuse before
+            // the inner lock is touched.
+            unsafe { e.unlock_irqrestore(()) }
+        }));
+        let msg = res.err().and_then(|p| p.downcast_ref::<String>().cloned());
+        assert!(
+            msg.as_deref()
+                .is_some_and(|m| m.contains("released by a context that does not hold it")),
+            "{msg:?}"
+        );
     }
 }

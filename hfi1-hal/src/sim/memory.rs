@@ -26,10 +26,22 @@
 //! keyed by chunk number: a lookup is a search among the few chunks in
 //! use, not among every page posted, and pages next to each other share
 //! their chunk's slots.
+//!
+//! Backings come from slabs, never from one allocation per page. In host
+//! builds (feature `std`) a slab is 512 pages, aligned to 2 MiB and
+//! offered to the kernel for a transparent huge page before it is first
+//! touched: a simulation that backs tens of MiB takes one page fault per
+//! 2 MiB instead of one per 4 KiB (per-page faults are otherwise a large
+//! share of a run's time). Without `std` (the kernel self-test, where a
+//! 2 MiB-aligned allocation is not to be asked for) a slab is one page.
+//! A slab's pages are handed out once each; a page
+//! given back goes to the spare list, so the bound above still holds, up
+//! to the last slab's pages not yet handed out.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
+use core::mem::MaybeUninit;
 
 use crate::consts::{PAGE_SHIFT, PAGE_SIZE};
 
@@ -43,6 +55,155 @@ const CHUNK_PAGES: usize = 1 << CHUNK_SHIFT;
 
 /// One page of bytes.
 pub type Page = [u8; PAGE];
+
+/// Pages per slab: 2 MiB in host builds (one transparent huge page).
+#[cfg(feature = "std")]
+const SLAB_PAGES: usize = 512;
+/// Pages per slab: one, where large aligned allocations are not wanted.
+#[cfg(not(feature = "std"))]
+const SLAB_PAGES: usize = 1;
+
+/// Marks a chunk slot without backing.
+const NO_FRAME: u32 = u32::MAX;
+
+/// A slab of page backings, aligned so that a host build's slab is one
+/// huge-page frame. Its pages are uninitialised until handed out: a page
+/// is written whole (the first write's bytes, zeros around them) when it
+/// leaves the slab, so the slab itself is never zeroed in a pass of its
+/// own (the kernel already clears the huge page on its first touch).
+#[cfg_attr(feature = "std", repr(C, align(2097152)))]
+#[cfg_attr(not(feature = "std"), repr(C))]
+struct Slab([MaybeUninit<Page>; SLAB_PAGES]);
+
+impl Slab {
+    /// A new slab, on the heap (it is too large for the stack).
+    fn new_boxed() -> Box<Self> {
+        let mut slab = Box::<Self>::new_uninit();
+        advise_huge(slab.as_mut_ptr().cast(), core::mem::size_of::<Self>());
+        // SAFETY: `Slab` is an array of `MaybeUninit`, which needs no
+        // initialisation.
+        unsafe { slab.assume_init() }
+    }
+}
+
+impl core::fmt::Debug for Slab {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Slab({} pages)", SLAB_PAGES)
+    }
+}
+
+/// Asks the host kernel to back `len` bytes at `addr` with transparent
+/// huge pages (`madvise(MADV_HUGEPAGE)`); a refusal only costs speed.
+#[cfg(all(feature = "std", target_os = "linux", not(miri)))]
+fn advise_huge(addr: *mut u8, len: usize) {
+    /// `MADV_HUGEPAGE` of `<asm-generic/mman-common.h>`.
+    const MADV_HUGEPAGE: core::ffi::c_int = 14;
+    unsafe extern "C" {
+        fn madvise(
+            addr: *mut core::ffi::c_void,
+            len: usize,
+            advice: core::ffi::c_int,
+        ) -> core::ffi::c_int;
+    }
+    // SAFETY: `madvise` only changes how the kernel backs the range, never
+    // its contents or its mapping; the range is one allocation this
+    // process owns (the libc symbol is linked with `std`). The result is
+    // ignored on purpose: without huge pages the slab works the same.
+    let _ = unsafe { madvise(addr.cast(), len, MADV_HUGEPAGE) };
+}
+
+/// No huge pages to ask for in this build.
+#[cfg(not(all(feature = "std", target_os = "linux", not(miri))))]
+fn advise_huge(_addr: *mut u8, _len: usize) {}
+
+/// Where page backings live: slabs, the pages handed out of them so far,
+/// and those given back.
+#[derive(Debug, Default)]
+struct Frames {
+    slabs: Vec<Box<Slab>>,
+    /// Frames handed out of the slabs (the next fresh one is this).
+    fresh: usize,
+    /// Frames given back, for reuse (contents stale).
+    spare: Vec<u32>,
+}
+
+impl Clone for Frames {
+    fn clone(&self) -> Self {
+        // Fresh frames are handed out in order, so taking them again one
+        // by one gives each the same number.
+        let mut n = Self::default();
+        for f in 0..self.fresh {
+            let page = u32::try_from(f).ok().and_then(|f| self.get(f));
+            let _ = n.take(0, page.map_or(&[0; PAGE], |p| p));
+        }
+        n.spare.clone_from(&self.spare);
+        n
+    }
+}
+
+impl Frames {
+    /// Slab and page within it of `frame`.
+    const fn place(frame: u32) -> (usize, usize) {
+        let f = frame as usize;
+        (f / SLAB_PAGES, f - (f / SLAB_PAGES) * SLAB_PAGES)
+    }
+
+    fn get(&self, frame: u32) -> Option<&Page> {
+        if frame as usize >= self.fresh {
+            return None;
+        }
+        let (slab, page) = Self::place(frame);
+        let slot = self.slabs.get(slab)?.0.get(page)?;
+        // SAFETY: every frame below `fresh` was written whole when it was
+        // handed out (`take`), and stays initialised after.
+        Some(unsafe { slot.assume_init_ref() })
+    }
+
+    fn get_mut(&mut self, frame: u32) -> Option<&mut Page> {
+        if frame as usize >= self.fresh {
+            return None;
+        }
+        let (slab, page) = Self::place(frame);
+        let slot = self.slabs.get_mut(slab)?.0.get_mut(page)?;
+        // SAFETY: as in `get`: frames below `fresh` are initialised.
+        Some(unsafe { slot.assume_init_mut() })
+    }
+
+    /// A frame for a page's first write of `data` at offset `off`, with
+    /// the write done: a spare frame (zeroed first unless `data` covers it
+    /// whole) or a fresh one (`data` and zeros around it). `None` if
+    /// `data` does not fit the page at `off`, or the frame numbers ran out.
+    fn take(&mut self, off: usize, data: &[u8]) -> Option<u32> {
+        let end = off.checked_add(data.len()).filter(|&e| e <= PAGE)?;
+        if let Some(f) = self.spare.pop() {
+            let p = self.get_mut(f)?;
+            if data.len() < PAGE {
+                p.fill(0);
+            }
+            p.get_mut(off..end)?.copy_from_slice(data);
+            return Some(f);
+        }
+        let f = u32::try_from(self.fresh).ok().filter(|&f| f != NO_FRAME)?;
+        if self.fresh == self.slabs.len() * SLAB_PAGES {
+            self.slabs.push(Slab::new_boxed());
+        }
+        let (slab, page) = Self::place(f);
+        let slot = self.slabs.get_mut(slab)?.0.get_mut(page)?;
+        let dst = slot.as_mut_ptr().cast::<u8>();
+        // SAFETY: `dst` is the start of this slot's `PAGE` bytes, owned by
+        // the slab and not yet handed out (no reference to them exists);
+        // `off <= end <= PAGE`, so the three ranges [0, off), [off, end)
+        // and [end, PAGE) are inside the slot and together cover it, and
+        // `data` is caller memory, never a slot not yet handed out.
+        unsafe {
+            core::ptr::write_bytes(dst, 0, off);
+            core::ptr::copy_nonoverlapping(data.as_ptr(), dst.add(off), data.len());
+            core::ptr::write_bytes(dst.add(end), 0, PAGE - end);
+        }
+        self.fresh += 1;
+        Some(f)
+    }
+}
 
 /// An access touched a page that was never allocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -60,8 +221,8 @@ struct Chunk {
     added: [u64; CHUNK_PAGES / 64],
     /// Pages added.
     count: u32,
-    /// Backing of page `i`, `None` until it is written.
-    backing: Box<[Option<Box<Page>>]>,
+    /// Frame backing page `i`, [`NO_FRAME`] until it is written.
+    backing: Box<[u32]>,
 }
 
 impl Chunk {
@@ -69,8 +230,7 @@ impl Chunk {
         Self {
             added: [0; CHUNK_PAGES / 64],
             count: 0,
-            // Built on the heap: the slots are 4 KiB.
-            backing: core::iter::repeat_with(|| None).take(CHUNK_PAGES).collect(),
+            backing: alloc::vec![NO_FRAME; CHUNK_PAGES].into_boxed_slice(),
         }
     }
 
@@ -108,8 +268,8 @@ pub struct SimMemory {
     chunks: BTreeMap<u64, Chunk>,
     /// Pages added and not removed.
     count: usize,
-    /// Backing of removed pages, for reuse (contents stale).
-    spare: Vec<Box<Page>>,
+    /// The backings, in use and spare.
+    frames: Frames,
     /// Pages with backing now.
     resident: usize,
     /// Most pages with backing at once.
@@ -148,9 +308,12 @@ impl SimMemory {
         }
         chunk.count -= 1;
         self.count -= 1;
-        if let Some(page) = chunk.backing.get_mut(slot).and_then(Option::take) {
-            self.resident -= 1;
-            self.spare.push(page);
+        if let Some(b) = chunk.backing.get_mut(slot) {
+            let frame = core::mem::replace(b, NO_FRAME);
+            if frame != NO_FRAME {
+                self.resident -= 1;
+                self.frames.spare.push(frame);
+            }
         }
         if chunk.count == 0 {
             self.chunks.remove(&key);
@@ -181,28 +344,14 @@ impl SimMemory {
     pub fn page(&self, pfn: u64) -> Result<Option<&Page>, UnmappedPage> {
         let slot = Chunk::slot(pfn);
         match self.chunks.get(&(pfn >> CHUNK_SHIFT)) {
-            Some(c) if c.has(slot) => Ok(c.backing.get(slot).and_then(Option::as_deref)),
+            Some(c) if c.has(slot) => Ok(c
+                .backing
+                .get(slot)
+                .filter(|&&f| f != NO_FRAME)
+                .and_then(|&f| self.frames.get(f))),
             _ => Err(UnmappedPage {
                 addr: pfn << PAGE_SHIFT,
             }),
-        }
-    }
-
-    /// Backing for a page's first write: a spare page (zeroed unless the
-    /// write covers it whole) or a new zeroed one.
-    fn back(spare: &mut Vec<Box<Page>>, whole: bool) -> Box<Page> {
-        match spare.pop() {
-            Some(mut p) => {
-                if !whole {
-                    p.fill(0);
-                }
-                p
-            }
-            // Zeroed by the allocator (fresh heap pages are zero already).
-            None => alloc::vec![0u8; PAGE]
-                .into_boxed_slice()
-                .try_into()
-                .unwrap_or_else(|_| Box::new([0; PAGE])),
         }
     }
 
@@ -226,16 +375,19 @@ impl SimMemory {
                 _ => None,
             }
             .ok_or(UnmappedPage { addr: a })?;
-            let page = match backing {
-                Some(p) => p,
-                None => {
-                    self.resident += 1;
-                    self.peak_resident = self.peak_resident.max(self.resident);
-                    backing.insert(Self::back(&mut self.spare, n == PAGE))
+            let src = rest.get(..n).unwrap_or(&[]);
+            if *backing == NO_FRAME {
+                *backing = self.frames.take(off, src).ok_or(UnmappedPage { addr: a })?;
+                self.resident += 1;
+                self.peak_resident = self.peak_resident.max(self.resident);
+            } else {
+                let page = self
+                    .frames
+                    .get_mut(*backing)
+                    .ok_or(UnmappedPage { addr: a })?;
+                if let Some(dst) = page.get_mut(off..off + n) {
+                    dst.copy_from_slice(src);
                 }
-            };
-            if let (Some(dst), Some(src)) = (page.get_mut(off..off + n), rest.get(..n)) {
-                dst.copy_from_slice(src);
             }
             done += n;
         }
@@ -384,7 +536,7 @@ mod tests {
             (m.page_count(), m.resident_pages(), m.chunks.len()),
             (1, 0, 1)
         );
-        assert_eq!(m.spare.len(), 2);
+        assert_eq!(m.frames.spare.len(), 2);
         m.remove_page(1 << 40);
         assert!(m.chunks.is_empty());
     }
@@ -402,8 +554,36 @@ mod tests {
             for k in 0..n {
                 m.remove_page(round * 100 + k);
             }
-            assert!(m.resident_pages() + m.spare.len() <= m.peak_resident_pages());
+            assert!(m.resident_pages() + m.frames.spare.len() <= m.peak_resident_pages());
         }
         assert_eq!(m.peak_resident_pages(), 40);
+    }
+
+    #[test]
+    fn pages_past_one_slab_keep_their_own_bytes() {
+        // More pages than a host slab holds: each frame is its own page,
+        // in the first slab and in the next.
+        let n = SLAB_PAGES as u64 + 100;
+        let mut m = SimMemory::new();
+        for pfn in 0..n {
+            m.add_page(pfn);
+            m.write(pfn * 4096, &[pfn as u8; PAGE]).unwrap();
+        }
+        for pfn in 0..n {
+            let p = m.page(pfn).unwrap().unwrap();
+            assert!(p.iter().all(|&b| b == pfn as u8), "page {pfn}");
+        }
+        // A copy owns its bytes: writing the original leaves it alone.
+        let copy = m.clone();
+        m.write(3 * 4096, &[0xEE; 8]).unwrap();
+        assert_eq!(copy.page(3).unwrap().unwrap()[..8], [3; 8]);
+        assert_eq!(m.page(3).unwrap().unwrap()[..8], [0xEE; 8]);
+        // Frames given back are reused before a fresh one is taken.
+        m.remove_page(0);
+        m.add_page(n);
+        m.write(n * 4096 + 1, &[9]).unwrap();
+        assert_eq!(m.page(n).unwrap().unwrap()[..3], [0, 9, 0]);
+        assert_eq!(m.frames.fresh, n as usize);
+        assert_eq!(m.peak_resident_pages(), n as usize);
     }
 }
