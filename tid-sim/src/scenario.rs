@@ -31,9 +31,10 @@
 //! Faults (`--drop`, `--dup`, `--reorder`, `--stale`) act on both links
 //! ([`crate::fabric`]). The requesters' retry and RNR timers run on
 //! simulated time exactly as the engine arms, re-arms and stops them
-//! (each QP's timeout exponent is [`sim_timeout`]: 262 us for a plain
-//! READ on a 4K MTU, 524 us on an 8K one, shifted by the OPFN
-//! `timeout_shift` for a TID READ_REQ); when
+//! (each QP's timeout exponent is [`sim_timeout`], longer than the
+//! fabric's worst round trip: 524 us for a plain READ or a WRITE_REQ on
+//! a 4K MTU, 1.05 ms on an 8K one, shifted by the OPFN `timeout_shift`
+//! for a TID READ_REQ); when
 //! nothing else can happen, simulated time jumps to the next deadline. A
 //! QP whose retry budget runs out completes its oldest READ
 //! `RETRY_EXC_ERR` and flushes the rest, and its remaining READs are
@@ -110,24 +111,43 @@ const MAX_STEPS: u64 = 20_000_000;
 /// Send-engine requests or packets in flight beyond which a run is cut
 /// short.
 const MAX_QUEUED: usize = 100_000;
-/// Every QP's local ACK timeout exponent on a 4K MTU: 4.096 us << 6 =
-/// 262 us for a plain READ or a WRITE_REQ (a packet waits at most
-/// `LINK_CREDITS` packets, about 85 us, behind others on each link, so a
-/// round trip takes at most about 170 us), 16.8 ms for a TID READ_REQ of
-/// 64-packet segments. On an 8K MTU see [`sim_timeout`].
+/// The least local ACK timeout exponent: 4.096 us << 6 = 262 us (see
+/// [`sim_timeout`] for the one each MTU takes).
 pub const SIM_TIMEOUT: u8 = 6;
 
-/// The local ACK timeout exponent for path MTU `mtu`: [`SIM_TIMEOUT`],
-/// one more on an 8K MTU, where `LINK_CREDITS` packets take about 168 us
-/// on each link and a round trip behind full links (336 us) outlasts
-/// 262 us: a WRITE_REQ's RNR NAK queued behind other QPs' responses
-/// timed the requester out with nothing lost (mix soak seed 20550).
+/// Bytes a packet carries beyond its MTU payload, at most: LRH (8), BTH
+/// (12), the TID header (36) and the ICRC (4) make 60.
+const PACKET_OVERHEAD: u64 = 64;
+
+/// The longest round trip on the simulated fabric at path MTU `mtu`, in
+/// ns: a request that finds its link full waits for the `LINK_CREDITS`
+/// packets ahead of it, and its answer for as many on the other link.
+/// Simulated time is one clock that a delivery on either link advances
+/// (one wire), and the scheduler draws deliveries on both links alike, so
+/// while the packets ahead of one cross, about as many cross the other
+/// way: each wait is twice its own link's share, four full links of
+/// MTU-sized packets in all.
+pub const fn worst_round_trip_ns(mtu: u32) -> u64 {
+    // 100 Gb/s: 100 bits per ns.
+    4 * LINK_CREDITS as u64 * (mtu as u64 + PACKET_OVERHEAD) * 8 / 100
+}
+
+/// The local ACK timeout exponent for path MTU `mtu`: the least, from
+/// [`SIM_TIMEOUT`], whose timeout outlasts [`worst_round_trip_ns`] by half
+/// again (the other link's deliveries are drawn, not counted, and a send
+/// step may fill a link a few packets past its credits). 4K: 524 us for a
+/// 341 us round trip; 8K: 1.05 ms for 676 us. A shorter one expires on
+/// answers still queued with nothing lost: RNR NAKs behind full links
+/// timed WRITE requesters out, their first retry before any fault on
+/// their pair. A TID READ_REQ's timeout is shifted further by the OPFN
+/// `timeout_shift`.
 pub const fn sim_timeout(mtu: u32) -> u8 {
-    if mtu > 4096 {
-        SIM_TIMEOUT + 1
-    } else {
-        SIM_TIMEOUT
+    let need = worst_round_trip_ns(mtu) * 3 / 2;
+    let mut e = SIM_TIMEOUT;
+    while (4096u64 << e) < need {
+        e += 1;
     }
+    e
 }
 
 /// Packets a link holds before its sender must wait (flow control).

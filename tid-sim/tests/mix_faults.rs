@@ -50,10 +50,10 @@ fn a_parked_send_pointer_stops_at_an_unanswered_write() {
 
 /// Mix soak seed 20550 (8K MTU): a WRITE_REQ's RNR NAK waited behind
 /// other QPs' READ responses on a full link, and the requester's 262 us
-/// timer expired with nothing lost (a round trip behind two full links of
-/// 8K packets takes about 336 us); its later retries spent the budget on
+/// timer expired with nothing lost; its later retries spent the budget on
 /// the losses that followed, one retry short of what they explain. The
-/// simulator's timeout is one step longer on an 8K MTU.
+/// simulator's timeout outlasts its fabric's worst round trip at every
+/// MTU.
 #[test]
 fn an_8k_round_trip_behind_full_links_does_not_time_out() {
     let o = mix_seed(20550);
@@ -61,8 +61,56 @@ fn an_8k_round_trip_behind_full_links_does_not_time_out() {
     let r = run(&o);
     assert!(r.ok(), "{}", r.summary());
     assert_eq!(r.explain.unexplained_pairs, []);
-    assert_eq!(scenario::sim_timeout(8192), scenario::SIM_TIMEOUT + 1);
-    assert_eq!(scenario::sim_timeout(4096), scenario::SIM_TIMEOUT);
+}
+
+/// `--ops mix --drop 0.05 --dup 0.01 --reorder 8 --stale 0.01
+/// --resp-groups 32`: one QP held the responder's whole RcvArray, so the
+/// others' WRITE_REQs went back and forth against RNR NAKs; six resent
+/// WRITE_REQs waited behind about 230 packets on the requester's full
+/// link and their RNR NAKs behind 253 to 255 on the responder's. Every
+/// delivery on either link advances the one simulated clock, so each wait
+/// lasted twice its own link's share: a round trip of about 310 us, and
+/// the 262 us timeout expired on NAKs still queued, each pair's first
+/// retry with no fault on the pair yet (RETRY_EXC_ERR later, one retry
+/// no fault explains).
+#[test]
+fn a_round_trip_behind_two_full_links_does_not_time_out() {
+    let o = Options {
+        ops: Ops::Mix,
+        drop: 0.05,
+        dup: 0.01,
+        reorder: 8,
+        stale: 0.01,
+        resp_groups: Some(32),
+        ..Options::default()
+    };
+    let r = run(&o);
+    assert!(r.write.rnr_naks > 0, "{}", r.summary());
+    assert!(r.ok(), "{}", r.summary());
+    assert_eq!(r.explain.unexplained_pairs, []);
+}
+
+/// The timeout at each MTU is the shortest (from `SIM_TIMEOUT`) that
+/// outlasts the worst round trip by half: both links full of MTU-sized
+/// packets, each crossing at half the wire's rate because the other
+/// link's deliveries take the same clock.
+#[test]
+fn the_timeout_outlasts_the_worst_round_trip() {
+    for mtu in [4096, 8192] {
+        let rtt = scenario::worst_round_trip_ns(mtu);
+        // LINK_CREDITS packets ahead on each link, as many again on the
+        // other link meanwhile, at 12.5 bytes per ns.
+        assert!(
+            rtt as f64 >= 4.0 * 256.0 * f64::from(mtu) / 12.5,
+            "{mtu}: {rtt}"
+        );
+        let e = scenario::sim_timeout(mtu);
+        let timeout = |e: u8| 4096u64 << e;
+        assert!(timeout(e) * 2 >= rtt * 3, "{mtu}: {} for {rtt}", timeout(e));
+        assert!(e == scenario::SIM_TIMEOUT || timeout(e - 1) * 2 < rtt * 3);
+    }
+    assert_eq!(scenario::sim_timeout(4096), 7);
+    assert_eq!(scenario::sim_timeout(8192), 8);
 }
 
 /// Mix soak seed 20858: a stale copy of a WRITE_REQ arrived during an RNR
