@@ -176,6 +176,15 @@ fn replay(open: bool) -> usize {
 ///   with one segment never placed) and `rnr-leaves-a-write-with-no-timer`
 ///   (39 bytes: two QPs, one TID group; a WRITE outstanding with neither
 ///   its RNR nor its retry timer armed).
+/// - `write_pair/acked-pointer-past-the-head-refuses-a-resent-write`
+///   (38 bytes, one QP; the kernel's own behaviour, kept as the engines
+///   run it): fabric copies of WRITE_REQs delivered as duplicates while
+///   the responder's send and acknowledged pointers meet set the
+///   acknowledged pointer past the head (`tid_rdma_rcv_error()`), the
+///   next WRITE_DATA_LAST packets move it on, and the resend of an
+///   RNR-NAKed WRITE_REQ then meets a slot never filled and is NAKed
+///   invalid; the interpreter allows that completion only through
+///   `kernel_allows`, and with that rule taken out the replay fails.
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

@@ -159,8 +159,9 @@ impl World {
     fn judge_queue_full(&mut self, qp: usize) {
         let mut root = LockToken::root();
         let g = self.nodes.responders[qp].s_lock.lock(&mut root);
-        let blocker = g.ext.responder.last_queue_full().map(|f| f.blocker.get());
-        if blocker.is_some_and(|b| self.stale_rearmed[qp].contains(&b)) {
+        let full = g.ext.responder.last_queue_full();
+        let rearmed = full.is_some_and(|f| self.stale_rearmed[qp].contains(&f.blocker.get()));
+        if rearmed || full.is_some_and(|f| !f.held) {
             self.kernel_failure[qp] = true;
         }
     }
@@ -237,6 +238,13 @@ impl World {
     ///   new request and errors the QP; the NAK is sent (remote error at
     ///   the requester) or dropped because responses were pending (the
     ///   requester's retry budget runs out);
+    /// - invalid request (a TID WRITE_REQ) after the responder refused a
+    ///   request because the slot it needed was one never filled: 6.1's
+    ///   duplicate handling can set the acknowledged pointer past the head
+    ///   (a duplicate WRITE_REQ when the send and acknowledged pointers
+    ///   meet), each later WRITE_DATA_LAST moves it on again, and the
+    ///   resend of an RNR-NAKed WRITE_REQ then finds the empty slot
+    ///   "not sent" and NAKs it;
     /// - anything, once responder `i`'s reap timer was fired early and
     ///   errored its QP ([`Mode::WritePair`]: the schedule withheld the
     ///   data past the timer, and the requester then sees NAKs or

@@ -198,6 +198,10 @@ pub struct QueueFull {
     pub psn: Psn,
     /// The first PSN of the unsent entry that held the slot.
     pub blocker: Psn,
+    /// Whether the slot held a request: false when the acknowledged
+    /// pointer ran past the head onto a slot never filled, which 6.1's
+    /// duplicate handling allows.
+    pub held: bool,
 }
 
 /// The responder side of a QP.
@@ -313,6 +317,13 @@ impl Responder {
         self.last_queue_full
     }
 
+    /// Counts a request refused for a full ack queue and keeps it for
+    /// [`Self::last_queue_full`].
+    pub(crate) fn note_queue_full(&mut self, q: QueueFull) {
+        self.stats.queue_full += 1;
+        self.last_queue_full = Some(q);
+    }
+
     /// True if responses wait to be sent. Kernel: `RVT_S_RESP_PENDING`.
     pub(crate) fn responses_pending(&self) -> bool {
         self.tail != self.head || self.state != AckState::Idle
@@ -367,9 +378,11 @@ impl Responder {
         let next = Self::next(self.head);
         if next == at && self.ack.get(next).is_some_and(|e| !e.sent) {
             let blocker = self.ack.get(next).map_or(Psn::new(0), |e| e.psn);
+            let held = self.ack.get(next).is_some_and(|e| e.kind.is_some());
             return Err(QueueFull {
                 psn: self.expected_psn,
                 blocker,
+                held,
             });
         }
         Ok(next)

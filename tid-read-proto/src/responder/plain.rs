@@ -42,8 +42,7 @@ impl Responder {
             return ReqVerdict::Refused(self.rc_error(NakCode::InvalidRequest, st, mrs));
         }
         if let Err(q) = self.room(self.acked) {
-            self.stats.queue_full += 1;
-            self.last_queue_full = Some(q);
+            self.note_queue_full(q);
             return ReqVerdict::Refused(self.rc_error(NakCode::InvalidRequest, st, mrs));
         }
         let h = self.take_head(self.acked, mrs);

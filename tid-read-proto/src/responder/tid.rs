@@ -94,8 +94,9 @@ impl Responder {
             }
             Err(Reject::OutOfSequence { .. }) => ReqVerdict::Refused(self.psn_nak(*st)),
             Err(Reject::AckQueueFull) => {
-                self.stats.queue_full += 1;
-                self.last_queue_full = room.err();
+                if let Err(q) = room {
+                    self.note_queue_full(q);
+                }
                 ReqVerdict::Refused(self.rc_error(NakCode::RemoteOperationalError, st, mrs))
             }
             Err(other) => {

@@ -68,8 +68,8 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         if self.w.rnr_nak_state != RnrNakState::Init {
             self.rsp.head = Responder::prev(self.rsp.head);
         }
-        if self.rsp.room(self.rsp.acked).is_err() {
-            self.rsp.stats.queue_full += 1;
+        if let Err(q) = self.rsp.room(self.rsp.acked) {
+            self.rsp.note_queue_full(q);
             return self.refuse(NakCode::InvalidRequest, wmrs);
         }
         if self.w.rnr_nak_state != RnrNakState::Init {
