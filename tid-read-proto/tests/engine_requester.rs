@@ -10,19 +10,21 @@
 //! kernel's threshold is 256 KiB; the behaviour tested does not depend on
 //! it).
 
+mod common;
+
+use common::lone;
 use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::sim::{RcvError, SimMemory};
 use hfi1_hal::{FlowPsn, Psn};
 use qp_wait::QueueKind;
 use tid_flow::{RcvCtxt, Sge};
 use tid_harness::chip::{Arriving, receive_read_resp};
-use tid_harness::doubles::{self, Outbox, PageAllocator};
+use tid_harness::doubles::{self, PageAllocator};
 use tid_harness::platform::{SoftPlatform, SoftQp, new_ctxt, new_qp};
-use tid_read_proto::opfn::TidParams;
-use tid_read_proto::packet::{self, Parsed, Path};
+use tid_read_proto::packet::{self, Parsed};
 use tid_read_proto::qp;
-use tid_read_proto::rc::{Connection, EngineError, WcStatus};
-use tid_read_proto::requester::{self, ReadWr, RespVerdict};
+use tid_read_proto::rc::{EngineError, WcStatus};
+use tid_read_proto::requester::{self, RespVerdict};
 use tid_read_proto::response_stream::{RespBuilder, RespFlow, RespPacket};
 use tid_read_proto::wire::aeth;
 use tid_read_proto::wire::read_resp;
@@ -36,18 +38,7 @@ struct World {
 }
 
 fn world(groups: usize) -> World {
-    let conn = Connection {
-        verbs_qpn: 0x100,
-        remote_verbs_qpn: 0x400,
-        local: TidParams::local(1, 32, 14, false),
-        remote: TidParams::local(2, 32, 14, false),
-        pmtu: 4096,
-        path: Path { dlid: 2, slid: 1 },
-        max_rd_atomic: 16,
-        remote_read: false,
-        tid_read_min: 8192,
-        ..Connection::default()
-    };
+    let conn = lone::requester_conn(0x100);
     World {
         rcd: new_ctxt(1, groups, 4, 9).unwrap(),
         qp: new_qp(0x100, 0, 0, conn, Psn::new(7)),
@@ -64,29 +55,12 @@ fn scattered(mem: &mut SimMemory, pfn: u64, pages: u64) -> Vec<Sge> {
 
 impl World {
     fn post(&self, wr_id: u64, sges: &[Sge]) -> Result<(), EngineError> {
-        let mut root = LockToken::root();
-        let mut g = self.qp.s_lock.lock(&mut root);
-        qp::post_read(
-            &self.rcd,
-            &self.qp,
-            &mut g,
-            &ReadWr {
-                wr_id,
-                remote_addr: 0x5000_0000,
-                rkey: 9,
-                sges,
-            },
-        )
+        lone::post_read(&self.rcd, &self.qp, wr_id, sges)
     }
 
     /// Runs the send engine once per pending request for it.
     fn send(&self) -> Vec<Vec<u8>> {
-        let mut root = LockToken::root();
-        let mut s = Outbox::new();
-        while let Some(qp) = self.rcd.sched.pop_send() {
-            qp::send_engine(&self.rcd, &qp, &mut root, &mut s).unwrap();
-        }
-        s.drain().collect()
+        lone::send(&self.rcd)
     }
 
     /// The READ_RESP stream a responder would send for a READ_REQ.

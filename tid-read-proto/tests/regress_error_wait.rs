@@ -11,6 +11,9 @@
 //! responder's receive entries given the context do too, and that the
 //! entries without it leave the wait to `flush`, which releases it.
 
+mod common;
+
+use common::lone;
 use hfi1_hal::Psn;
 use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::sim::SimMemory;
@@ -18,11 +21,8 @@ use qp_wait::{QueueKind, SGuard};
 use tid_flow::{RcvCtxt, Sge};
 use tid_harness::doubles::{self, Outbox, PageAllocator, Regions};
 use tid_harness::platform::{SoftPlatform, SoftQp, new_ctxt, new_qp};
-use tid_read_proto::opfn::TidParams;
-use tid_read_proto::packet::Path;
 use tid_read_proto::qp;
-use tid_read_proto::rc::{Connection, QpState, WcStatus};
-use tid_read_proto::requester::ReadWr;
+use tid_read_proto::rc::{QpState, WcStatus};
 use tid_read_proto::responder::ReqVerdict;
 use tid_read_proto::wire::aeth::NakCode;
 use tid_read_proto::wire::{read_req, reth};
@@ -36,42 +36,19 @@ struct World {
     mem: SimMemory,
 }
 
-fn conn(qpn: u32) -> Connection {
-    Connection {
-        verbs_qpn: qpn,
-        remote_verbs_qpn: 0x400,
-        local: TidParams::local(1, 32, 14, false),
-        remote: TidParams::local(2, 32, 14, false),
-        pmtu: 4096,
-        path: Path { dlid: 2, slid: 1 },
-        max_rd_atomic: 16,
-        remote_read: false,
-        tid_read_min: 8192,
-        ..Connection::default()
-    }
-}
-
 /// `a` and then `b` post a READ of 16 scattered pages (more RcvArray
 /// entries than the one group has): both wait, `a` at the head.
 fn both_waiting() -> World {
     let mut w = World {
         rcd: new_ctxt(1, 1, 4, 9).unwrap(),
-        a: new_qp(0x100, 0, 0, conn(0x100), Psn::new(7)),
-        b: new_qp(0x101, 1, 0, conn(0x101), Psn::new(7)),
+        a: new_qp(0x100, 0, 0, lone::requester_conn(0x100), Psn::new(7)),
+        b: new_qp(0x101, 1, 0, lone::requester_conn(0x101), Psn::new(7)),
         mem: SimMemory::new(),
     };
     for (qp, pfn) in [(&w.a, 0x100), (&w.b, 0x1000)] {
         let sges: Vec<Sge> = PageAllocator::new(pfn).scattered(16);
         doubles::map(&mut w.mem, &sges);
-        let mut root = LockToken::root();
-        let mut g = qp.s_lock.lock(&mut root);
-        let wr = ReadWr {
-            wr_id: 5,
-            remote_addr: 0x5000_0000,
-            rkey: 9,
-            sges: &sges,
-        };
-        qp::post_read(&w.rcd, qp, &mut g, &wr).unwrap();
+        lone::post_read(&w.rcd, qp, 5, &sges).unwrap();
     }
     let mut root = LockToken::root();
     while let Some(qp) = w.rcd.sched.pop_send() {

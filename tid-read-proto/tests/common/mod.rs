@@ -2,10 +2,11 @@
 //! What the regression tests share: the harness's two nodes driven step
 //! by step, with the packets in flight under the test's hand; and, for
 //! the capture tests, the pcap file and its check by Wireshark
-//! ([`capture`]).
+//! ([`capture`]); one requester QP driven by hand ([`lone`]).
 #![allow(dead_code)]
 
 pub mod capture;
+pub mod lone;
 
 use hfi1_hal::Psn;
 use hfi1_hal::lock_order::LockToken;
