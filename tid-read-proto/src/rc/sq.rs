@@ -29,6 +29,15 @@
 
 use super::{SQ_SIZE, WcStatus};
 
+/// The send-queue indices from `from` up to, not including, `to`, in post
+/// order: empty if the two are equal, and across the `u32` wrap as the
+/// free-running indices run. It is the walk `i = from; while i != to {
+/// ...; i += 1 }`, so a pointer that trails `from` gives the long way
+/// round, as that loop would.
+pub fn indices(from: u32, to: u32) -> impl DoubleEndedIterator<Item = u32> + Clone {
+    (0..to.wrapping_sub(from)).map(move |n| from.wrapping_add(n))
+}
+
 /// One slot: the work request and, once it completed, its status.
 struct Slot<W> {
     wqe: W,
@@ -183,11 +192,6 @@ impl<W> SendQueue<W> {
         s.status.map(|st| (s.wqe, st))
     }
 
-    /// The indices from `from` up to, not including, `to`.
-    pub fn range(from: u32, to: u32) -> impl Iterator<Item = u32> {
-        (0..to.wrapping_sub(from)).map(move |n| from.wrapping_add(n))
-    }
-
     /// Every work request from `acked` on that has not completed, with
     /// its index, oldest first.
     pub fn unfinished_mut(&mut self) -> impl Iterator<Item = (u32, &mut W)> {
@@ -212,7 +216,7 @@ impl<W> SendQueue<W> {
 
     /// Every held work request, oldest first, with its index and status.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &W, Option<WcStatus>)> {
-        Self::range(self.first, self.head).filter_map(|i| {
+        indices(self.first, self.head).filter_map(|i| {
             self.slots
                 .get(Self::slot(i))
                 .and_then(Option::as_ref)
@@ -249,6 +253,71 @@ mod tests {
         let all: Vec<_> = core::iter::from_fn(|| q.poll()).collect();
         assert_eq!(all.len(), SQ_SIZE);
         assert_eq!(all.last(), Some(&(100, WcStatus::RemoteAccess)));
+    }
+
+    #[test]
+    fn indices_from_a_pointer_to_itself_are_empty() {
+        assert_eq!(indices(7, 7).count(), 0);
+        assert_eq!(indices(u32::MAX, u32::MAX).count(), 0);
+    }
+
+    #[test]
+    fn indices_run_across_the_u32_wrap() {
+        let got: Vec<u32> = indices(u32::MAX - 1, 2).collect();
+        assert_eq!(got, [u32::MAX - 1, u32::MAX, 0, 1]);
+    }
+
+    /// A full queue (`head - first == SQ_SIZE`) walks every held slot once:
+    /// the indices are free-running, so "full" and "empty" differ.
+    #[test]
+    fn indices_of_a_full_queue_cover_every_slot() {
+        let mut q: SendQueue<u32> = SendQueue::new();
+        // Start off slot 0 so the walk crosses the end of the slot array.
+        for n in 0..5u32 {
+            let i = q.push(n, None);
+            q.complete(i, WcStatus::Success);
+            q.acked = q.head();
+            q.cur = q.head();
+            q.tail = q.head();
+            assert!(q.poll().is_some());
+        }
+        let first = q.head();
+        while q.can_post() {
+            q.push(0, None);
+        }
+        let walked: Vec<u32> = indices(first, q.head()).collect();
+        assert_eq!(walked.len(), SQ_SIZE);
+        assert!(walked.iter().all(|&i| q.get(i).is_some()));
+        let mut slots: Vec<usize> = walked.iter().map(|&i| SendQueue::<u32>::slot(i)).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        assert_eq!(slots.len(), SQ_SIZE);
+    }
+
+    /// The same indices the hand-written `while i != to` walk visits, for
+    /// every pair of pointers around a wrap.
+    #[test]
+    fn indices_match_the_stepping_walk() {
+        let base = u32::MAX - 5;
+        for a in 0..12u32 {
+            for b in 0..12u32 {
+                let (from, to) = (base.wrapping_add(a), base.wrapping_add(b));
+                if b < a {
+                    // The long way round: only its ends are checked.
+                    let mut it = indices(from, to);
+                    assert_eq!(it.next(), Some(from));
+                    assert_eq!(it.next_back(), Some(to.wrapping_sub(1)));
+                    continue;
+                }
+                let mut stepped = Vec::new();
+                let mut i = from;
+                while i != to {
+                    stepped.push(i);
+                    i = i.wrapping_add(1);
+                }
+                assert_eq!(indices(from, to).collect::<Vec<_>>(), stepped);
+            }
+        }
     }
 
     #[test]

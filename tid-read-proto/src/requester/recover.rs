@@ -11,8 +11,7 @@ use tid_flow::{
 };
 
 use super::{Env, Flags, Requester, SendState};
-use crate::rc::sq::SendQueue;
-use crate::rc::{EngineError, WcStatus};
+use crate::rc::{EngineError, WcStatus, sq};
 
 impl<P: FlowPlatform> Requester<P> {
     /// Backs up to resend from IB PSN `psn` (`wait`: send one request,
@@ -70,7 +69,7 @@ impl<P: FlowPlatform> Requester<P> {
             return;
         }
         let mut at_start = false;
-        for n in SendQueue::<()>::range(n0.wrapping_add(1), self.sq.tail) {
+        for n in sq::indices(n0.wrapping_add(1), self.sq.tail) {
             let Some(w) = self.sq.get(n) else { break };
             let diff = psn.delta(w.psn);
             if diff < 0 {

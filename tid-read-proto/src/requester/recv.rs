@@ -33,8 +33,8 @@ use tid_flow::FlowPlatform;
 use super::ack::RespOp;
 use super::wqe::ReqState;
 use super::{Env, Requester};
-use crate::rc::EngineError;
 use crate::rc::nak::AethKind;
+use crate::rc::{EngineError, sq};
 use crate::wire::read_resp;
 
 /// An error the chip reported with a delivered KDETH packet.
@@ -127,16 +127,14 @@ impl<P: FlowPlatform> Requester<P> {
     /// The READ whose PSN range holds `ipsn`, among `s_acked..=s_cur`, if
     /// it is a TID READ. Kernel: `find_tid_request()`.
     fn find_tid_request(&self, ipsn: Psn) -> Option<u32> {
-        let end = self.sq.cur.wrapping_add(1);
-        let mut i = self.sq.acked;
-        while i != end && i != self.sq.head() {
-            let w = self.sq.get(i)?;
-            if ipsn.within(w.psn, w.lpsn) {
-                return w.tid.is_some().then_some(i);
-            }
-            i = i.wrapping_add(1);
-        }
-        None
+        let head = self.sq.head();
+        // `s_cur` may sit at the head (nothing being sent): the walk stops
+        // at whichever comes first, and at a slot no longer held.
+        sq::indices(self.sq.acked, self.sq.cur.wrapping_add(1))
+            .take_while(|&i| i != head)
+            .map_while(|i| self.sq.get(i).map(|w| (i, w)))
+            .find(|(_, w)| ipsn.within(w.psn, w.lpsn))
+            .and_then(|(i, w)| w.tid.is_some().then_some(i))
     }
 
     /// The ordinary receive of a TID READ_RESP (the chip took it in

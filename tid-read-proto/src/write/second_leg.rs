@@ -32,7 +32,7 @@ use tid_flow::{FlowPlatform, RcvCtxt};
 
 use crate::packet::{BthOut, PacketError, frame};
 use crate::qp::{TidQp, parts, with_requester};
-use crate::rc::{Connection, EngineError, PacketSink, SourceData};
+use crate::rc::{Connection, EngineError, PacketSink, SourceData, sq};
 use crate::requester::{Env, Requester};
 use crate::response_stream::Cursor;
 use crate::wire::write_data::{self, DataBuilder, DataFlow};
@@ -359,11 +359,12 @@ impl<P: FlowPlatform> Requester<P> {
         if tail == cur {
             return;
         }
-        let mut i = tail.wrapping_add(1);
-        while i != cur && self.sq.get(i).is_some_and(|w| w.tid_write().is_none()) {
-            i = i.wrapping_add(1);
-        }
-        self.write.s_tid_tail = Some(i);
+        // Plain WRITEs between are passed over; a slot no longer held
+        // stops the walk where it is.
+        let next = sq::indices(tail.wrapping_add(1), cur)
+            .find(|&i| self.sq.get(i).is_none_or(|w| w.tid_write().is_some()))
+            .unwrap_or(cur);
+        self.write.s_tid_tail = Some(next);
         self.write.s_state = TidSendState::WriteResp;
     }
 

@@ -14,8 +14,8 @@ use hfi1_hal::{Psn, TidEntry};
 use tid_flow::{FlowPlatform, RemoteSegment};
 
 use crate::qualify::div_round_up_mtu;
-use crate::rc::WcStatus;
 use crate::rc::retry::retry_ns;
+use crate::rc::{WcStatus, sq};
 use crate::requester::ack::RespOp;
 use crate::requester::{Env, Requester, SendState};
 use crate::wire::{tid_entries, write_resp};
@@ -116,10 +116,9 @@ impl<P: FlowPlatform> Requester<P> {
     /// The next TID WRITE after `i`, or `s_tid_head`.
     pub(crate) fn next_tid_write(&self, i: u32) -> u32 {
         let head = self.write.s_tid_head.unwrap_or(i);
-        let mut n = i.wrapping_add(1);
-        while n != head && self.sq.get(n).is_some_and(|w| w.tid_write().is_none()) {
-            n = n.wrapping_add(1);
-        }
+        let n = sq::indices(i.wrapping_add(1), head)
+            .find(|&n| self.sq.get(n).is_none_or(|w| w.tid_write().is_some()))
+            .unwrap_or(head);
         if self.sq.get(n).is_none() { head } else { n }
     }
 
