@@ -370,6 +370,12 @@ impl Responder {
         (i + ACK_QUEUE_SIZE - 1) % ACK_QUEUE_SIZE
     }
 
+    /// The ack-queue slots from `from` on, stopping before `to`: see
+    /// [`AckSlots`].
+    pub(crate) fn slots(from: usize, to: usize) -> AckSlots {
+        AckSlots { at: from, end: to }
+    }
+
     /// The slot after the head if a new request may take it: `None` (the
     /// queue is full) if it is the pointer's `at` and its entry is not
     /// sent. Kernel: the `next == s_tail_ack_queue` (or
@@ -521,4 +527,70 @@ pub enum ReqVerdict {
     /// Refused; a NAK was earned if `Some` (it may still be dropped by
     /// the NAK rule).
     Refused(Option<NakCode>),
+}
+
+/// A walk of ack-queue slots, stepping by [`Responder::next`] from one slot
+/// and stopping before another: `while j != end { ...; j = next(j) }`.
+///
+/// The ack queue's indices are slot numbers, not free-running, so the two
+/// ends alone cannot tell empty from full: a walk from a slot to itself is
+/// empty, and the walk from the slot after the head round to the head
+/// passes every slot but the head's.
+#[derive(Debug, Clone)]
+pub(crate) struct AckSlots {
+    at: usize,
+    end: usize,
+}
+
+impl Iterator for AckSlots {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        if self.at == self.end {
+            return None;
+        }
+        let j = self.at;
+        self.at = Responder::next(j);
+        Some(j)
+    }
+}
+
+impl core::iter::FusedIterator for AckSlots {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_walk_from_a_slot_to_itself_is_empty() {
+        for j in 0..ACK_QUEUE_SIZE {
+            assert_eq!(Responder::slots(j, j).count(), 0);
+        }
+    }
+
+    #[test]
+    fn a_walk_wraps_past_the_last_slot() {
+        let last = ACK_QUEUE_SIZE - 1;
+        let got: Vec<usize> = Responder::slots(last - 1, 2).collect();
+        assert_eq!(got, [last - 1, last, 0, 1]);
+    }
+
+    /// From the slot after the head round to the head: every other slot,
+    /// each once, oldest-to-newest.
+    #[test]
+    fn a_walk_round_to_the_head_passes_every_other_slot() {
+        for head in 0..ACK_QUEUE_SIZE {
+            let got: Vec<usize> = Responder::slots(Responder::next(head), head).collect();
+            let want: Vec<usize> = (1..ACK_QUEUE_SIZE)
+                .map(|k| (head + k) % ACK_QUEUE_SIZE)
+                .collect();
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn a_walk_stays_ended() {
+        let mut w = Responder::slots(3, 4);
+        assert_eq!((w.next(), w.next(), w.next()), (Some(3), None, None));
+    }
 }

@@ -152,18 +152,13 @@ impl Responder {
     /// entries are parked past as 6.1 parks them: each waits for its own
     /// duplicate.
     fn owing_after(&self, t: usize) -> usize {
-        let mut j = Self::next(t);
-        while j != self.head {
-            let owes = self
-                .ack
-                .get(j)
-                .is_some_and(|e| e.kind == Some(EntryKind::Write) && !e.sent);
-            if owes {
-                return j;
-            }
-            j = Self::next(j);
-        }
-        self.head
+        Self::slots(Self::next(t), self.head)
+            .find(|&j| {
+                self.ack
+                    .get(j)
+                    .is_some_and(|e| e.kind == Some(EntryKind::Write) && !e.sent)
+            })
+            .unwrap_or(self.head)
     }
 
     /// The entry at the send pointer had its last response: its region is

@@ -148,10 +148,10 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         if let Some(mr) = self.rsp.ack.get_mut(t).and_then(|a| a.mr.take()) {
             wmrs.put(mr);
         }
-        let mut next = Responder::next(t);
-        while next != self.w.r_tid_head && !self.rsp.is_write(next) {
-            next = Responder::next(next);
-        }
+        let head = self.w.r_tid_head;
+        let next = Responder::slots(Responder::next(t), head)
+            .find(|&j| self.rsp.is_write(j))
+            .unwrap_or(head);
         self.w.r_tid_tail = Some(next);
         self.rsp.acked = Responder::next(self.rsp.acked);
         self.w.stats.requests_received += 1;

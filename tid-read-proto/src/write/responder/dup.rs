@@ -87,13 +87,11 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
     /// Runs `f` on every TID WRITE entry after `prev` up to the head,
     /// with the count of WRITE_RESPs waiting for data.
     fn later_writes(&mut self, prev: usize, mut f: impl FnMut(&mut WriteEntry<P>, &mut u32)) {
-        let mut j = Responder::next(prev);
-        while j != self.rsp.head {
+        for j in Responder::slots(Responder::next(prev), self.rsp.head) {
             let w = &mut *self.w;
             if let Some(e) = w.entries.get_mut(j).filter(|_| self.rsp.is_write(j)) {
                 f(e, &mut w.pending_tid_w_segs);
             }
-            j = Responder::next(j);
         }
     }
 
