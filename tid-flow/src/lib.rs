@@ -135,7 +135,7 @@ pub use resync::{resync_hw_flow, resync_hw_flow_with, wait_position, wait_positi
 pub use retire::{Retired, release_retired, retire_segment};
 pub use segment::{
     FlowRecord, FlowRing, SegmentPsns, Sge, SgeCursor, SgeWalk, TidRequest, clear_all_segments,
-    clear_segment, ring_count, ring_next, ring_space, setup_segment,
+    clear_segment, ring_count, ring_indices, ring_next, ring_space, setup_segment,
 };
 pub use setup::{
     FlowRingStore, FlowSetup, PageWalk, SegmentRecord, clear_all_segments_with, clear_segment_with,

@@ -45,6 +45,15 @@ pub const fn ring_next(i: u16) -> u16 {
     i.wrapping_add(1) & RING_MASK
 }
 
+/// The ring positions from `tail` up to, not including, `head`, oldest
+/// first: the [`ring_count`] entries between them, wrapping past the last
+/// slot. `tail == head` is empty (one slot is always kept empty, so a
+/// ring's cursors never meet when it is full). Both are ring positions
+/// (below [`MAX_FLOWS`]), as [`ring_next`] keeps them.
+pub fn ring_indices(tail: u16, head: u16) -> impl DoubleEndedIterator<Item = u16> + Clone {
+    (0..ring_count(head, tail)).map(move |n| tail.wrapping_add(n) & RING_MASK)
+}
+
 /// One segment's flow state (sequence numbers).
 /// Kernel: `struct flow_state` inside `tid_rdma_flow`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -309,5 +318,51 @@ mod tests {
         assert_eq!((ring_count(1, 3), ring_space(1, 3)), (6, 1));
         assert_eq!((ring_count(5, 5), ring_space(5, 5)), (0, 7));
         assert_eq!(ring_next(7), 0);
+    }
+
+    /// The positions a `while i != head { i = ring_next(i) }` walk visits.
+    fn stepped(tail: u16, head: u16) -> Vec<u16> {
+        let mut v = Vec::new();
+        let mut i = tail;
+        while i != head {
+            v.push(i);
+            i = ring_next(i);
+        }
+        v
+    }
+
+    #[test]
+    fn ring_indices_of_meeting_cursors_are_empty() {
+        for i in 0..RING {
+            assert_eq!(ring_indices(i, i).count(), 0);
+        }
+    }
+
+    #[test]
+    fn ring_indices_wrap_past_the_last_slot() {
+        let got: Vec<u16> = ring_indices(RING - 2, 2).collect();
+        assert_eq!(got, [RING - 2, RING - 1, 0, 1]);
+    }
+
+    /// A full ring (`ring_space == 0`) walks its `RING - 1` entries.
+    #[test]
+    fn ring_indices_of_a_full_ring_walk_every_entry() {
+        for tail in 0..RING {
+            let head = (tail + RING - 1) & RING_MASK;
+            assert_eq!(ring_space(head, tail), 0);
+            let got: Vec<u16> = ring_indices(tail, head).collect();
+            assert_eq!(got.len(), usize::from(RING - 1));
+            assert_eq!(got, stepped(tail, head));
+        }
+    }
+
+    #[test]
+    fn ring_indices_match_the_stepping_walk() {
+        for tail in 0..RING {
+            for head in 0..RING {
+                let got: Vec<u16> = ring_indices(tail, head).collect();
+                assert_eq!(got, stepped(tail, head), "{tail}..{head}");
+            }
+        }
     }
 }

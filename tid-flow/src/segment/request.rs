@@ -6,7 +6,7 @@ use hfi1_hal::Psn;
 use hfi1_hal::services::{AllocContext, Memory};
 
 use super::walk::{SgeCursor, SgeWalk};
-use super::{FlowRecord, FlowRing, Sge, ring_count, ring_next};
+use super::{FlowRecord, FlowRing, Sge, ring_count, ring_indices};
 use crate::FlowError;
 use crate::ctxt::{FlowPlatform, QpLocked, RcvCtxt};
 use crate::setup::{
@@ -145,15 +145,9 @@ impl<P: FlowPlatform> TidRequest<P> {
     /// ring index. Kernel: `find_flow_ib()`.
     pub fn find_flow_ib(&self, psn: Psn) -> Option<(u16, &FlowRecord)> {
         let ring = self.flows.as_ref()?;
-        let mut tail = self.clear_tail;
-        while ring_count(self.setup_head, tail) != 0 {
-            let f = ring.get(usize::from(tail))?;
-            if psn.within(f.psns.ib_spsn, f.psns.ib_lpsn) {
-                return Some((tail, f));
-            }
-            tail = ring_next(tail);
-        }
-        None
+        ring_indices(self.clear_tail, self.setup_head)
+            .map_while(|i| ring.get(usize::from(i)).map(|f| (i, f)))
+            .find(|(_, f)| psn.within(f.psns.ib_spsn, f.psns.ib_lpsn))
     }
 }
 
