@@ -192,6 +192,20 @@ impl<W> SendQueue<W> {
         s.status.map(|st| (s.wqe, st))
     }
 
+    /// `from`, then the indices after it through `to`, stopping at the
+    /// first slot not held: the walk "do `n`; stop at `to`; step; stop if
+    /// the next slot is empty". The slots held are read once, so the
+    /// walk's body may change work requests (not post or poll).
+    pub fn through(&self, from: u32, to: u32) -> impl Iterator<Item = u32> + use<W> {
+        let (first, len) = (self.first, self.len());
+        // A slot in `first..head` is always filled (`push` fills the head,
+        // `poll` empties the first), so being held is the distance test
+        // `get` makes.
+        let held = move |n: &u32| n.wrapping_sub(first) < len;
+        core::iter::once(from)
+            .chain(indices(from.wrapping_add(1), to.wrapping_add(1)).take_while(held))
+    }
+
     /// Every work request from `acked` on that has not completed, with
     /// its index, oldest first.
     pub fn unfinished_mut(&mut self) -> impl Iterator<Item = (u32, &mut W)> {
@@ -316,6 +330,53 @@ mod tests {
                     i = i.wrapping_add(1);
                 }
                 assert_eq!(indices(from, to).collect::<Vec<_>>(), stepped);
+            }
+        }
+    }
+
+    /// The stepping walk `through` replaces, on `get`.
+    fn stepped_through(q: &SendQueue<u32>, from: u32, to: u32) -> Vec<u32> {
+        let mut v = Vec::new();
+        let mut n = from;
+        loop {
+            v.push(n);
+            if n == to || q.get(n.wrapping_add(1)).is_none() {
+                break;
+            }
+            n = n.wrapping_add(1);
+        }
+        v
+    }
+
+    /// `through` stops at `to` (kept) or before the first slot not held,
+    /// whichever comes first; `from` itself is always given.
+    #[test]
+    fn through_stops_at_its_end_or_the_first_empty_slot() {
+        let mut q: SendQueue<u32> = SendQueue::new();
+        for n in 0..3u32 {
+            let i = q.push(n, None);
+            q.complete(i, WcStatus::Success);
+            q.acked = q.head();
+            q.cur = q.head();
+            q.tail = q.head();
+            assert!(q.poll().is_some());
+        }
+        for n in 0..5u32 {
+            q.push(n, None);
+        }
+        // Held: 3..8.
+        assert_eq!(q.through(4, 6).collect::<Vec<_>>(), [4, 5, 6]);
+        assert_eq!(q.through(4, 4).collect::<Vec<_>>(), [4]);
+        assert_eq!(q.through(4, 20).collect::<Vec<_>>(), [4, 5, 6, 7]);
+        assert_eq!(q.through(9, 12).collect::<Vec<_>>(), [9]);
+        // Just before the oldest slot: it is given, then the held ones.
+        assert_eq!(q.through(2, 4).collect::<Vec<_>>(), [2, 3, 4]);
+        // `to` trailing `from`: round to the head.
+        assert_eq!(q.through(5, 4).collect::<Vec<_>>(), [5, 6, 7]);
+        for from in 0..10u32 {
+            for to in 0..10u32 {
+                let got: Vec<u32> = q.through(from, to).collect();
+                assert_eq!(got, stepped_through(&q, from, to), "{from}..={to}");
             }
         }
     }

@@ -373,7 +373,27 @@ impl Responder {
     /// The ack-queue slots from `from` on, stopping before `to`: see
     /// [`AckSlots`].
     pub(crate) fn slots(from: usize, to: usize) -> AckSlots {
-        AckSlots { at: from, end: to }
+        AckSlots {
+            at: from,
+            end: to,
+            step: Self::next,
+        }
+    }
+
+    /// The same walk backwards, stepping by [`Self::prev`]: from `from`
+    /// down, stopping before `to`.
+    pub(crate) fn slots_back(from: usize, to: usize) -> AckSlots {
+        AckSlots {
+            at: from,
+            end: to,
+            step: Self::prev,
+        }
+    }
+
+    /// One round of the ack queue: `from`, then every other slot, oldest
+    /// after it first.
+    pub(crate) fn round_from(from: usize) -> impl Iterator<Item = usize> + Clone {
+        core::iter::once(from).chain(Self::slots(Self::next(from), from))
     }
 
     /// The slot after the head if a new request may take it: `None` (the
@@ -423,16 +443,9 @@ impl Responder {
     /// it is still waiting to be sent (`old_req`). Kernel:
     /// `find_prev_entry()`.
     pub(crate) fn find_prev_entry(&self, psn: Psn) -> (Option<usize>, usize, bool) {
-        let mut scheduled = true;
-        let mut i = self.head;
-        loop {
-            if i == self.tail {
-                scheduled = false;
-            }
-            let p = Self::prev(i);
-            if p == self.head {
-                return (None, p, scheduled);
-            }
+        // Still to be sent until the walk has passed the send pointer.
+        let mut scheduled = self.head != self.tail;
+        for p in Self::slots_back(Self::prev(self.head), self.head) {
             let Some(e) = self.ack.get(p).filter(|e| e.kind.is_some()) else {
                 return (None, p, scheduled);
             };
@@ -442,8 +455,12 @@ impl Responder {
                 }
                 return (Some(p), p, scheduled);
             }
-            i = p;
+            if p == self.tail {
+                scheduled = false;
+            }
         }
+        // Round to the head: every slot is older than `psn`.
+        (None, self.head, scheduled)
     }
 
     /// The send pointer moves back to `prev` so it and every later
@@ -529,8 +546,9 @@ pub enum ReqVerdict {
     Refused(Option<NakCode>),
 }
 
-/// A walk of ack-queue slots, stepping by [`Responder::next`] from one slot
-/// and stopping before another: `while j != end { ...; j = next(j) }`.
+/// A walk of ack-queue slots, stepping by [`Responder::next`] (or
+/// [`Responder::prev`]) from one slot and stopping before another:
+/// `while j != end { ...; j = next(j) }`.
 ///
 /// The ack queue's indices are slot numbers, not free-running, so the two
 /// ends alone cannot tell empty from full: a walk from a slot to itself is
@@ -540,6 +558,7 @@ pub enum ReqVerdict {
 pub(crate) struct AckSlots {
     at: usize,
     end: usize,
+    step: fn(usize) -> usize,
 }
 
 impl Iterator for AckSlots {
@@ -550,7 +569,7 @@ impl Iterator for AckSlots {
             return None;
         }
         let j = self.at;
-        self.at = Responder::next(j);
+        self.at = (self.step)(j);
         Some(j)
     }
 }
@@ -585,6 +604,100 @@ mod tests {
                 .map(|k| (head + k) % ACK_QUEUE_SIZE)
                 .collect();
             assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn a_round_gives_every_slot_once_from_its_start() {
+        for from in 0..ACK_QUEUE_SIZE {
+            let got: Vec<usize> = Responder::round_from(from).collect();
+            let want: Vec<usize> = (0..ACK_QUEUE_SIZE)
+                .map(|k| (from + k) % ACK_QUEUE_SIZE)
+                .collect();
+            assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn a_walk_back_wraps_below_slot_zero() {
+        let last = ACK_QUEUE_SIZE - 1;
+        let got: Vec<usize> = Responder::slots_back(1, last - 1).collect();
+        assert_eq!(got, [1, 0, last]);
+        assert_eq!(Responder::slots_back(4, 4).count(), 0);
+    }
+
+    /// From the slot before the head back round to the head: every other
+    /// slot, newest first.
+    #[test]
+    fn a_walk_back_round_to_the_head_passes_every_other_slot() {
+        for head in 0..ACK_QUEUE_SIZE {
+            let mut got: Vec<usize> = Responder::slots_back(Responder::prev(head), head).collect();
+            got.reverse();
+            let want: Vec<usize> = Responder::slots(Responder::next(head), head).collect();
+            assert_eq!(got, want);
+        }
+    }
+
+    /// `find_prev_entry` as the stepping loop wrote it.
+    fn find_prev_entry_stepped(r: &Responder, psn: Psn) -> (Option<usize>, usize, bool) {
+        let mut scheduled = true;
+        let mut i = r.head;
+        loop {
+            if i == r.tail {
+                scheduled = false;
+            }
+            let p = Responder::prev(i);
+            if p == r.head {
+                return (None, p, scheduled);
+            }
+            let Some(e) = r.ack.get(p).filter(|e| e.kind.is_some()) else {
+                return (None, p, scheduled);
+            };
+            if psn.delta(e.psn) >= 0 {
+                if p == r.tail && psn.delta(e.lpsn) <= 0 {
+                    scheduled = false;
+                }
+                return (Some(p), p, scheduled);
+            }
+            i = p;
+        }
+    }
+
+    /// Every head, send pointer and fill of the queue (up to full, every
+    /// slot but the head's and the whole ring), for PSNs before, inside,
+    /// between and after the entries: the same answer as the stepping loop.
+    #[test]
+    fn find_prev_entry_walks_back_as_the_stepping_loop() {
+        for head in 0..ACK_QUEUE_SIZE {
+            for filled in 0..=ACK_QUEUE_SIZE {
+                let mut r = Responder::new(Psn::new(0));
+                // The newest entry sits just before the head, PSNs falling
+                // backwards by 10 with 4 packets each.
+                for (k, j) in Responder::slots_back(Responder::prev(head), head)
+                    .chain(core::iter::once(head))
+                    .take(filled)
+                    .enumerate()
+                {
+                    let first = 1000 - 10 * k as u32;
+                    if let Some(e) = r.ack.get_mut(j) {
+                        e.kind = Some(EntryKind::Plain);
+                        e.psn = Psn::new(first);
+                        e.lpsn = Psn::new(first + 3);
+                    }
+                }
+                r.head = head;
+                for tail in 0..ACK_QUEUE_SIZE {
+                    r.tail = tail;
+                    for psn in (800..1010).step_by(3) {
+                        let psn = Psn::new(psn);
+                        assert_eq!(
+                            r.find_prev_entry(psn),
+                            find_prev_entry_stepped(&r, psn),
+                            "head {head} filled {filled} tail {tail} psn {psn:?}"
+                        );
+                    }
+                }
+            }
         }
     }
 

@@ -28,7 +28,7 @@
 use hfi1_hal::flags::{SFlags, TidFlags};
 use hfi1_hal::lock_order::{LockToken, Unlocked};
 use hfi1_hal::services::TidScheduler;
-use tid_flow::{FlowPlatform, RcvCtxt};
+use tid_flow::{FlowPlatform, RcvCtxt, ring_indices};
 
 use crate::packet::{BthOut, PacketError, frame};
 use crate::qp::{TidQp, parts, with_requester};
@@ -376,9 +376,8 @@ impl<P: FlowPlatform> Requester<P> {
     /// WRITE half.
     pub(crate) fn restart_req(&mut self, i: u32) {
         let cur = self.write.s_tid_cur.unwrap_or(i);
-        let mut n = i;
         let mut first = true;
-        loop {
+        for n in self.sq.through(i, cur) {
             if let Some(t) = self.sq.get_mut(n).and_then(|w| w.tid_write_mut()) {
                 let pmtu = t.req.pmtu;
                 let skip_at = t.req.acked_tail;
@@ -386,8 +385,7 @@ impl<P: FlowPlatform> Requester<P> {
                 t.req.resend_unacked();
                 t.cur_seg = t.ack_seg;
                 t.state = TidReqState::Active;
-                let mut k = t.req.acked_tail;
-                while k != t.req.setup_head {
+                for k in ring_indices(t.req.acked_tail, t.req.setup_head) {
                     if let Some(rec) = t.req.flow_mut(k) {
                         let at_nak = first && k == skip_at;
                         let delta = if at_nak && r_ack.generation() == rec.psns.generation {
@@ -408,16 +406,8 @@ impl<P: FlowPlatform> Requester<P> {
                         rec.pkt = u32::from(c.pkt).wrapping_sub(rec.resync_npkts);
                         rec.sent = c.sent;
                     }
-                    k = tid_flow::ring_next(k);
                 }
                 first = false;
-            }
-            if n == cur {
-                break;
-            }
-            n = n.wrapping_add(1);
-            if self.sq.get(n).is_none() {
-                break;
             }
         }
     }

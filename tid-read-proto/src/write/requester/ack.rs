@@ -17,7 +17,7 @@
 use hfi1_hal::FlowPsn;
 use hfi1_hal::flags::{SFlags, TidFlags};
 use hfi1_hal::services::TidScheduler;
-use tid_flow::FlowPlatform;
+use tid_flow::{FlowPlatform, ring_indices};
 
 use super::TidSendState;
 use crate::rc::WcStatus;
@@ -291,9 +291,8 @@ impl<P: FlowPlatform> Requester<P> {
         let mut resync = resync_psn;
         let mut spsn = 0u32;
         let cur = self.write.s_tid_cur.unwrap_or(acked);
-        let mut n = acked;
         let mut first = true;
-        loop {
+        for n in self.sq.through(acked, cur) {
             if let Some(t) = self.sq.get_mut(n).and_then(|w| w.tid_write_mut()) {
                 if first {
                     t.r_ack_psn = start;
@@ -306,8 +305,7 @@ impl<P: FlowPlatform> Requester<P> {
                         f.resync_npkts += got.unsigned_abs();
                     }
                 }
-                let mut k = t.req.acked_tail;
-                while k != t.req.setup_head {
+                for k in ring_indices(t.req.acked_tail, t.req.setup_head) {
                     if let Some(f) = t.req.flow_mut(k) {
                         let lpsn = full(f.psns.generation, f.psns.lpsn);
                         let npkts = cmp(lpsn, resync).max(0).unsigned_abs();
@@ -319,15 +317,10 @@ impl<P: FlowPlatform> Requester<P> {
                         spsn += npkts;
                         resync = resync.wrapping_add(npkts);
                     }
-                    k = tid_flow::ring_next(k);
                 }
                 t.cur_seg = if first { t.ack_seg } else { t.cur_seg };
                 first = false;
             }
-            if n == cur || self.sq.get(n.wrapping_add(1)).is_none() {
-                break;
-            }
-            n = n.wrapping_add(1);
         }
         if let Some(t) = self.sq.get_mut(acked).and_then(|w| w.tid_write_mut()) {
             t.cur_seg = t.ack_seg;

@@ -17,7 +17,7 @@
 
 use hfi1_hal::flags::TidFlags;
 use hfi1_hal::{FlowPsn, Generation};
-use tid_flow::{resync_hw_flow, ring_count, ring_next};
+use tid_flow::{resync_hw_flow, ring_count, ring_indices};
 
 use crate::wire::resync::is_resync_psn;
 
@@ -91,12 +91,11 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             return;
         };
         let generation = self.locked.flow.generation;
-        let mut i = start;
-        loop {
+        // From `r_tid_tail` through the send pointer, at most once round.
+        for i in Responder::round_from(start) {
             let is_write = self.rsp.is_write(i);
             if let Some(e) = self.w.entries.get_mut(i).filter(|_| is_write) {
-                let mut fi = e.req.clear_tail;
-                while ring_count(e.req.setup_head, fi) != 0 {
+                for fi in ring_indices(e.req.clear_tail, e.req.setup_head) {
                     if let Some(f) = e.req.flow_mut(fi) {
                         let last = f.psns.full_psn(f.psns.lpsn).raw();
                         let got = f.psns.r_next_psn.raw().wrapping_sub(1);
@@ -113,14 +112,9 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
                         f.psns.r_next_psn = f.psns.full_psn(spsn);
                         self.locked.flow.psn = spsn + npkts;
                     }
-                    fi = ring_next(fi);
                 }
             }
             if i == self.rsp.tail {
-                break;
-            }
-            i = Responder::next(i);
-            if i == start {
                 break;
             }
         }
