@@ -281,20 +281,27 @@ mod tests {
         assert_eq!(got, [u32::MAX - 1, u32::MAX, 0, 1]);
     }
 
-    /// A full queue (`head - first == SQ_SIZE`) walks every held slot once:
-    /// the indices are free-running, so "full" and "empty" differ.
-    #[test]
-    fn indices_of_a_full_queue_cover_every_slot() {
-        let mut q: SendQueue<u32> = SendQueue::new();
-        // Start off slot 0 so the walk crosses the end of the slot array.
-        for n in 0..5u32 {
-            let i = q.push(n, None);
+    /// An empty queue whose next post takes index `n`: `n` requests were
+    /// posted, completed and polled.
+    fn emptied(n: u32) -> SendQueue<u32> {
+        let mut q = SendQueue::new();
+        for k in 0..n {
+            let i = q.push(k, None);
             q.complete(i, WcStatus::Success);
             q.acked = q.head();
             q.cur = q.head();
             q.tail = q.head();
             assert!(q.poll().is_some());
         }
+        q
+    }
+
+    /// A full queue (`head - first == SQ_SIZE`) walks every held slot once:
+    /// the indices are free-running, so "full" and "empty" differ.
+    #[test]
+    fn indices_of_a_full_queue_cover_every_slot() {
+        // Start off slot 0 so the walk crosses the end of the slot array.
+        let mut q = emptied(5);
         let first = q.head();
         while q.can_post() {
             q.push(0, None);
@@ -352,15 +359,7 @@ mod tests {
     /// whichever comes first; `from` itself is always given.
     #[test]
     fn through_stops_at_its_end_or_the_first_empty_slot() {
-        let mut q: SendQueue<u32> = SendQueue::new();
-        for n in 0..3u32 {
-            let i = q.push(n, None);
-            q.complete(i, WcStatus::Success);
-            q.acked = q.head();
-            q.cur = q.head();
-            q.tail = q.head();
-            assert!(q.poll().is_some());
-        }
+        let mut q = emptied(3);
         for n in 0..5u32 {
             q.push(n, None);
         }
