@@ -24,22 +24,25 @@
 //!   cycle of the pair's combined throughput (wall time / total cycles).
 #![allow(missing_docs)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use benches::{IdDma, bench_ctxt};
 use criterion::{Criterion, criterion_group, criterion_main};
 use hfi1_hal::lock_order::{Lock, LockToken, Unlocked};
 use hfi1_hal::services::AllocContext;
-use hfi1_hal::sim::{SimAllocator, SimContext, SimRef, SimScheduler};
+use hfi1_hal::sim::SimRef;
 use hfi1_hal::sync::SpinLock;
-use qp_wait::{DevCounters, Qp, SendState, WaitPlatform};
+use qp_wait::{Qp, SendState};
 use tid_flow::{
-    FlowPlatform, QpFlowState, QpLocked, RcvCtxt, Sge, SgeCursor, TidRequest, clear_segment,
-    setup_hw_flow, setup_segment,
+    QpFlowState, QpLocked, RcvCtxt, Sge, SgeCursor, TidRequest, clear_segment, setup_hw_flow,
+    setup_segment,
 };
 
-enum Bench {}
+tid_flow::sim_platform! {
+    /// The sim platform with the plain host spin lock and the counting
+    /// identity DMA map.
+    enum Bench { ext: Ext, lock: SpinLock, dma: IdDma }
+}
 
 #[derive(Default)]
 struct Ext {
@@ -53,20 +56,6 @@ impl AsMut<QpFlowState> for Ext {
 }
 
 type BQp = SimRef<Qp<Bench>>;
-
-impl WaitPlatform for Bench {
-    type Lock = SpinLock;
-    type Ext = Ext;
-    type Ref = BQp;
-    type Sched = SimScheduler<BQp>;
-}
-
-impl FlowPlatform for Bench {
-    type Chip = SimContext;
-    type Dma = IdDma;
-    type Mem = SimAllocator;
-    type Dev = Arc<DevCounters>;
-}
 
 const PAGE: u64 = 4096;
 const SEG: u32 = 64 * 4096;

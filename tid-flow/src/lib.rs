@@ -22,7 +22,9 @@
 //!
 //! With feature `sim`, [`sim`] offers a ready platform (software chip,
 //! counted QP references, FIFO scheduler, identity DMA, lock-order
-//! checker).
+//! checker); with feature `sim-chip` alone (`no_std`), [`sim_platform!`]
+//! defines a platform on the software chip with the lock, DMA map, memory
+//! and device counters of its user's choosing.
 //!
 //! # Example
 //!
@@ -111,7 +113,7 @@
     )
 )]
 
-#[cfg(feature = "sim")]
+#[cfg(feature = "sim-chip")]
 extern crate alloc;
 
 mod ctxt;
@@ -121,7 +123,7 @@ mod resync;
 pub mod retire;
 pub mod segment;
 pub mod setup;
-#[cfg(feature = "sim")]
+#[cfg(feature = "sim-chip")]
 pub mod sim;
 
 pub use ctxt::{

@@ -1,28 +1,47 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
-//! A ready software platform for tests, benchmarks and the protocol
-//! crates (feature `sim`): the sim chip, counted QP references, the FIFO
-//! scheduler, identity DMA, counted memory, and the runtime lock-order
-//! checker as the lock backend (plain spin lock under loom).
+//! Platforms on the software chip.
+//!
+//! With feature `sim-chip` (`no_std` + `alloc`): [`sim_platform!`]
+//! (in [`platform`]), which stamps out a platform on the sim chip with the
+//! lock backend, DMA map, memory and device counters its user picks; the
+//! sim context and QP constructors of any such platform
+//! ([`new_ctxt_for`], [`with_s_lock_held`]).
+//!
+//! With feature `sim` (host, std): a ready platform for tests, benchmarks
+//! and the protocol crates, `SimPlatform`: the sim chip, counted QP
+//! references, the FIFO scheduler, identity DMA, counted memory, and the
+//! runtime lock-order checker as the lock backend (plain spin lock under
+//! loom).
+//!
+//! [`sim_platform!`]: crate::sim_platform
 
 use alloc::boxed::Box;
 use alloc::sync::Arc;
 
-use hfi1_hal::lock_order::{Lock, LockToken, RawSpinLock, Unlocked};
-use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRandom, SimRef, SimScheduler};
-use qp_wait::{DevCounters, Qp, SGuard, SendState, WaitPlatform};
+use hfi1_hal::lock_order::{LockToken, RawSpinLock, Unlocked};
+use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRandom, SimScheduler};
+use qp_wait::{DevCounters, Qp, SGuard, WaitPlatform};
+#[cfg(feature = "sim")]
+use {hfi1_hal::lock_order::Lock, hfi1_hal::sim::SimRef, qp_wait::SendState};
 
 use crate::{CtxtParts, FlowError, FlowPlatform, QpFlowState, RcvCtxt};
 
+pub mod platform;
+
 /// The lock backend: lockdep-checked on the host, loom's under loom.
-#[cfg(not(loom))]
+#[cfg(all(feature = "sim", not(loom)))]
 pub type SimLock = hfi1_hal::sim::lockdep::CheckedSpinLock;
 /// The lock backend: lockdep-checked on the host, loom's under loom.
-#[cfg(loom)]
+#[cfg(all(feature = "sim", loom))]
 pub type SimLock = hfi1_hal::sync::SpinLock;
 
-/// The software platform.
-#[derive(Debug)]
-pub enum SimPlatform {}
+#[cfg(feature = "sim")]
+crate::sim_platform! {
+    /// The software platform: QPs that keep only their hardware-flow state,
+    /// under the default lock ([`SimLock`]), DMA map, memory and device
+    /// counters of [`sim_platform!`](crate::sim_platform).
+    pub enum SimPlatform { ext: SimQpExt }
+}
 
 /// A sim QP's extension state under its `s_lock`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -38,21 +57,8 @@ impl AsMut<QpFlowState> for SimQpExt {
 }
 
 /// A counted reference to a sim QP.
+#[cfg(feature = "sim")]
 pub type SimQp = SimRef<Qp<SimPlatform>>;
-
-impl WaitPlatform for SimPlatform {
-    type Lock = SimLock;
-    type Ext = SimQpExt;
-    type Ref = SimQp;
-    type Sched = SimScheduler<SimQp>;
-}
-
-impl FlowPlatform for SimPlatform {
-    type Chip = SimContext;
-    type Dma = SimDma;
-    type Mem = SimAllocator;
-    type Dev = Arc<DevCounters>;
-}
 
 /// Calls `entry` the way the driver calls the engine: the caller takes the
 /// QP's `s_lock` itself (`spin_lock_irqsave(&qp->s_lock)`, here on the raw
@@ -89,6 +95,7 @@ pub fn with_s_lock_held<P: WaitPlatform, T>(
 }
 
 /// A new sim QP (the returned reference is its creator's).
+#[cfg(feature = "sim")]
 pub fn new_qp(qpn: u32, slot: u32, cpu: u32) -> SimQp {
     SimRef::new(Qp::new(qpn, slot, cpu, Lock::new(SendState::default())))
 }
@@ -99,6 +106,7 @@ pub fn new_qp(qpn: u32, slot: u32, cpu: u32) -> SimQp {
 /// # Errors
 ///
 /// As [`RcvCtxt::new`].
+#[cfg(feature = "sim")]
 pub fn new_ctxt(
     ctxt: u32,
     expected_base: u32,
@@ -109,9 +117,9 @@ pub fn new_ctxt(
     new_ctxt_for::<SimPlatform>(ctxt, expected_base, ngroups, qp_slots, seed)
 }
 
-/// [`new_ctxt`] for any platform built from the sim's services (the
-/// protocol crates' platforms differ only in the QP's `s_lock`-guarded
-/// state): the sim chip with its call log off, the FIFO scheduler,
+/// A sim context as `new_ctxt` (feature `sim`) makes one, for any
+/// platform built from the sim's services (the protocol crates' platforms
+/// differ only in the QP's `s_lock`-guarded state): the sim chip with its call log off, the FIFO scheduler,
 /// identity DMA, counted memory and the device counters.
 ///
 /// # Errors

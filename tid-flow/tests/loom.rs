@@ -36,39 +36,25 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use hfi1_hal::consts::PAGE_SIZE;
 use hfi1_hal::lock_order::{Lock, LockToken, RawSpinLock, Unlocked};
 use hfi1_hal::services::AllocContext;
+use hfi1_hal::sim::SimRef;
 use hfi1_hal::sim::lockdep::{self, CheckedSpinLock};
 use hfi1_hal::sim::loom_model::{explore, spawn};
-use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRef, SimScheduler};
 use loom::sync::{Condvar, Mutex};
-use qp_wait::{
-    DevCounters, Membership, Qp, QueueKind, SendState, WaitPlatform, flush_wait, trigger_resume,
-};
+use qp_wait::{Membership, Qp, QueueKind, SendState, flush_wait, trigger_resume};
 use tid_flow::sim::{SimQpExt, new_ctxt_for, with_s_lock_held};
 use tid_flow::{
-    FlowError, FlowPlatform, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, clear_segment,
-    setup_hw_flow, setup_segment,
+    FlowError, QpLocked, RcvCtxt, Sge, TidRequest, clear_hw_flow, clear_segment, setup_hw_flow,
+    setup_segment,
 };
 
-/// The sim platform with the lock-order checker as its lock backend (the
-/// crate's own sim platform uses the plain spin lock under loom).
-#[derive(Debug)]
-enum Checked {}
+tid_flow::sim_platform! {
+    /// The sim platform with the lock-order checker as its lock backend
+    /// (named: the crate's own sim platform uses the plain spin lock under
+    /// loom).
+    enum Checked { ext: SimQpExt, lock: CheckedSpinLock }
+}
 
 type LQp = SimRef<Qp<Checked>>;
-
-impl WaitPlatform for Checked {
-    type Lock = CheckedSpinLock;
-    type Ext = SimQpExt;
-    type Ref = LQp;
-    type Sched = SimScheduler<LQp>;
-}
-
-impl FlowPlatform for Checked {
-    type Chip = SimContext;
-    type Dma = SimDma;
-    type Mem = SimAllocator;
-    type Dev = Arc<DevCounters>;
-}
 
 fn new_qp(qpn: u32, slot: u32) -> LQp {
     SimRef::new(Qp::new(qpn, slot, slot, Lock::new(SendState::default())))

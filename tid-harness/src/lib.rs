@@ -90,4 +90,7 @@ pub mod fuzz;
 pub mod platform;
 pub mod world;
 
+/// The software chip's platform macro, from `tid-flow` (its one
+/// definition), here so the harness's users name one crate.
+pub use tid_flow::sim_platform;
 pub use world::{Node, Setup, TwoNodes};

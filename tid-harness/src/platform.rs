@@ -1,75 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
 //! Platforms on the software chip: the sim chip, counted QP references
 //! and the FIFO scheduler, with the lock backend, DMA map, memory and
-//! device counters a user picks ([`sim_platform!`](crate::sim_platform)),
-//! and the ready one of the host tests and tid-sim ([`SoftPlatform`],
-//! feature `std`: the runtime lock-order checker as the lock backend,
-//! identity DMA, counted memory).
-//!
-//! A platform names the state its QPs keep under `s_lock`, and for the
-//! READ engines that state ([`TidQp`]) names the platform again, so the
-//! platform cannot be one generic type (proving such a type a
-//! `FlowPlatform` recurses without end): the macro stamps one out.
-
-#[cfg(doc)]
-use tid_read_proto::qp::TidQp;
-
-#[doc(hidden)]
-pub mod __private {
-    pub use alloc::sync::Arc;
-    pub use hfi1_hal::sim::{SimAllocator, SimContext, SimDma, SimRef, SimScheduler};
-    pub use qp_wait::{DevCounters, Qp, WaitPlatform};
-    pub use tid_flow::FlowPlatform;
-    #[cfg(feature = "std")]
-    pub use tid_flow::sim::SimLock;
-}
-
-/// Defines a platform on the software chip: `sim_platform!(pub enum Name
-/// { ext: State })`, then optionally, in this order, `lock: Backend`
-/// (default, with feature `std`: the lock-order checked
-/// `tid_flow::sim::SimLock`), `dma: Map` (default `SimDma`), `mem:
-/// Allocator` (default `SimAllocator`) and `dev: Counters` (default
-/// `Arc<DevCounters>`). The chip is `SimContext`, QP references are
-/// `SimRef`s and the scheduler is the `SimScheduler`.
-#[macro_export]
-macro_rules! sim_platform {
-    (
-        $(#[$meta:meta])*
-        $vis:vis enum $name:ident {
-            ext: $ext:ty
-            $(, lock: $lock:ty)?
-            $(, dma: $dma:ty)?
-            $(, mem: $mem:ty)?
-            $(, dev: $dev:ty)?
-            $(,)?
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug)]
-        $vis enum $name {}
-
-        impl $crate::platform::__private::WaitPlatform for $name {
-            type Lock = $crate::sim_platform!(@or $($lock)?; $crate::platform::__private::SimLock);
-            type Ext = $ext;
-            type Ref = $crate::platform::__private::SimRef<$crate::platform::__private::Qp<$name>>;
-            type Sched = $crate::platform::__private::SimScheduler<
-                $crate::platform::__private::SimRef<$crate::platform::__private::Qp<$name>>,
-            >;
-        }
-
-        impl $crate::platform::__private::FlowPlatform for $name {
-            type Chip = $crate::platform::__private::SimContext;
-            type Dma = $crate::sim_platform!(@or $($dma)?; $crate::platform::__private::SimDma);
-            type Mem = $crate::sim_platform!(@or $($mem)?; $crate::platform::__private::SimAllocator);
-            type Dev = $crate::sim_platform!(
-                @or $($dev)?;
-                $crate::platform::__private::Arc<$crate::platform::__private::DevCounters>
-            );
-        }
-    };
-    (@or $given:ty; $default:ty) => { $given };
-    (@or ; $default:ty) => { $default };
-}
+//! device counters a user picks ([`sim_platform!`](crate::sim_platform),
+//! tid-flow's, re-exported), and the ready one of the host tests and
+//! tid-sim (`SoftPlatform`, feature `std`: the runtime lock-order checker
+//! as the lock backend, identity DMA, counted memory, QPs that keep the
+//! READ and WRITE engines' state).
 
 #[cfg(feature = "std")]
 pub use soft::{SoftPlatform, SoftQp, new_ctxt, new_ctxt_for, new_qp};
@@ -89,7 +25,7 @@ mod soft {
     #[cfg(doc)]
     use tid_read_proto::qp::TidQp;
 
-    sim_platform! {
+    tid_flow::sim_platform! {
         /// The software platform of the READ and WRITE engines: [`TidQp`] under a
         /// lock-order checked `s_lock`, identity DMA, counted memory.
         pub enum SoftPlatform { ext: tid_read_proto::qp::TidQp<SoftPlatform> }
