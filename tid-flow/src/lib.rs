@@ -20,11 +20,23 @@
 //! sequence and next expected flow PSN ([`SegmentPsns`]), the IB PSN range
 //! (the protocol fills it), and the packet/offset cursors.
 //!
-//! With feature `sim`, [`sim`] offers a ready platform (software chip,
-//! counted QP references, FIFO scheduler, identity DMA, lock-order
-//! checker); with feature `sim-chip` alone (`no_std`), [`sim_platform!`]
-//! defines a platform on the software chip with the lock, DMA map, memory
-//! and device counters of its user's choosing.
+// The links only where the feature builds what they name.
+#![cfg_attr(
+    feature = "sim-chip",
+    doc = "With feature `sim`, [`sim`] offers a ready platform (software chip,
+counted QP references, FIFO scheduler, identity DMA, lock-order
+checker); with feature `sim-chip` alone (`no_std`), [`sim_platform!`]
+defines a platform on the software chip with the lock, DMA map, memory
+and device counters of its user's choosing."
+)]
+#![cfg_attr(
+    not(feature = "sim-chip"),
+    doc = "With feature `sim`, `sim` offers a ready platform (software chip,
+counted QP references, FIFO scheduler, identity DMA, lock-order
+checker); with feature `sim-chip` alone (`no_std`), `sim_platform!`
+defines a platform on the software chip with the lock, DMA map, memory
+and device counters of its user's choosing."
+)]
 //!
 //! # Example
 //!

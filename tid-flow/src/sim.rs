@@ -63,7 +63,7 @@ pub type SimQp = SimRef<Qp<SimPlatform>>;
 /// Calls `entry` the way the driver calls the engine: the caller takes the
 /// QP's `s_lock` itself (`spin_lock_irqsave(&qp->s_lock)`, here on the raw
 /// lock), and the entry point works on a guard made over the lock it holds
-/// ([`Lock::assume_held`], checked by the runtime checker), which does not
+/// ([`Lock::assume_held`](hfi1_hal::lock_order::Lock::assume_held), checked by the runtime checker), which does not
 /// release it; the caller unlocks after `entry` returns.
 ///
 /// `root` is the caller's proof that it holds no lock of the order.

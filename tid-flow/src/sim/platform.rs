@@ -48,7 +48,7 @@ pub mod __private {
 /// }
 ///
 /// let rcd = tid_flow::sim::new_ctxt_for::<Plain>(1, 0, 16, 4, 7).unwrap();
-/// assert_eq!(rcd.ctxt, 1);
+/// assert_eq!(rcd.ctxt(), 1);
 /// ```
 #[macro_export]
 macro_rules! sim_platform {
