@@ -3,9 +3,10 @@
 //!
 //! With feature `sim-chip` (`no_std` + `alloc`): [`sim_platform!`]
 //! (in [`platform`]), which stamps out a platform on the sim chip with the
-//! lock backend, DMA map, memory and device counters its user picks; the
-//! sim context and QP constructors of any such platform
-//! ([`new_ctxt_for`], [`with_s_lock_held`]).
+//! lock backend, DMA map, memory and device counters its user picks; a
+//! sim receive context for any such platform ([`new_ctxt_for`]) and the
+//! driver's way into an entry point under a held `s_lock`
+//! ([`with_s_lock_held`]).
 //!
 //! With feature `sim` (host, std): a ready platform for tests, benchmarks
 //! and the protocol crates, `SimPlatform`: the sim chip, counted QP
