@@ -38,8 +38,7 @@ use hfi1_hal::lock_order::{Lock, LockToken, RawSpinLock, Unlocked};
 use hfi1_hal::services::AllocContext;
 use hfi1_hal::sim::SimRef;
 use hfi1_hal::sim::lockdep::{self, CheckedSpinLock};
-use hfi1_hal::sim::loom_model::{explore, spawn};
-use loom::sync::{Condvar, Mutex};
+use hfi1_hal::sim::loom_model::{Doorbell, Signal, explore, spawn};
 use qp_wait::{Membership, Qp, QueueKind, SendState, flush_wait, trigger_resume};
 use tid_flow::sim::{SimQpExt, new_ctxt_for, with_s_lock_held};
 use tid_flow::{
@@ -78,20 +77,13 @@ enum Need {
     FlowAndSegment,
 }
 
-/// The worker's doorbell: kicks since it last looked, and whether it
-/// should stop once nothing is left.
-#[derive(Default)]
-struct Bell {
-    kicks: u32,
-    stop: bool,
-}
-
 struct World {
     rcd: Box<RcvCtxt<Checked>>,
     qps: Vec<LQp>,
-    /// Per QP: woken flag and the condition a waiting QP sleeps on.
-    woken: Vec<(Mutex<bool>, Condvar)>,
-    bell: (Mutex<Bell>, Condvar),
+    /// Per QP: the signal its sleeping thread waits for.
+    woken: Vec<Signal>,
+    /// The worker's doorbell.
+    bell: Doorbell,
     work: Work,
     need: Need,
     free_flows: u32,
@@ -116,10 +108,8 @@ impl World {
         World {
             rcd,
             qps,
-            woken: (0..nqp)
-                .map(|_| (Mutex::new(false), Condvar::new()))
-                .collect(),
-            bell: (Mutex::new(Bell::default()), Condvar::new()),
+            woken: (0..nqp).map(|_| Signal::default()).collect(),
+            bell: Doorbell::default(),
             work,
             need,
             free_flows,
@@ -131,9 +121,7 @@ impl World {
 
     /// The send engine of the QP in `slot`: wakes its thread.
     fn wake(&self, slot: u32) {
-        let (m, cv) = &self.woken[slot as usize];
-        *m.lock().unwrap() = true;
-        cv.notify_one();
+        self.woken[slot as usize].set();
     }
 
     /// Runs whatever the scheduler holds: trigger work (which takes the
@@ -155,11 +143,7 @@ impl World {
     fn released(&self, root: &mut LockToken<'_, Unlocked>) {
         match self.work {
             Work::Inline => self.run_work(root),
-            Work::Worker => {
-                let (m, cv) = &self.bell;
-                m.lock().unwrap().kicks += 1;
-                cv.notify_one();
-            }
+            Work::Worker => self.bell.kick(),
         }
     }
 
@@ -169,32 +153,19 @@ impl World {
         let mut root = LockToken::root();
         loop {
             self.run_work(&mut root);
-            let (m, cv) = &self.bell;
-            let mut b = m.lock().unwrap();
-            while b.kicks == 0 && !b.stop {
-                b = cv.wait(b).unwrap();
-            }
-            if b.kicks == 0 {
+            if !self.bell.wait() {
                 return;
             }
-            b.kicks = 0;
         }
     }
 
     fn stop_worker(&self) {
-        let (m, cv) = &self.bell;
-        m.lock().unwrap().stop = true;
-        cv.notify_one();
+        self.bell.stop();
     }
 
     /// Sleeps until `me` is woken.
     fn wait(&self, me: usize) {
-        let (m, cv) = &self.woken[me];
-        let mut g = m.lock().unwrap();
-        while !*g {
-            g = cv.wait(g).unwrap();
-        }
-        *g = false;
+        self.woken[me].take();
     }
 
     fn request(&self, me: usize) -> (TidRequest<Checked>, Vec<Sge>) {

@@ -47,10 +47,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use hfi1_hal::consts::{OP_TID_RDMA_WRITE_DATA_LAST, TID_RDMA_JKEY};
 use hfi1_hal::lock_order::{Lock, LockToken, RLock, Unlocked};
 use hfi1_hal::sim::lockdep::{self, CheckedSpinLock};
-use hfi1_hal::sim::loom_model::{explore, spawn};
+use hfi1_hal::sim::loom_model::{Doorbell, Signal, explore, spawn};
 use hfi1_hal::sim::{SimMemory, SimRef};
 use hfi1_hal::{FlowPsn, Psn};
-use loom::sync::{Condvar, Mutex};
 use qp_wait::{Membership, Qp, QueueKind, SendState, trigger_resume};
 use tid_flow::sim::new_ctxt_for;
 use tid_flow::{RcvCtxt, Sge};
@@ -173,13 +172,6 @@ fn new_qp(qpn: u32, slot: u32, conn: Connection) -> LQp {
     SimRef::new(Qp::new(qpn, slot, slot, Lock::new(state)))
 }
 
-/// The worker's doorbell.
-#[derive(Default)]
-struct Bell {
-    kicks: u32,
-    stop: bool,
-}
-
 /// The responder node the threads share, and what the setup left for
 /// them: α's WRITE_REQ and β's last data packet.
 struct World {
@@ -190,11 +182,12 @@ struct World {
     mem: std::sync::Mutex<SimMemory>,
     alpha_req: Vec<u8>,
     beta_last: Vec<u8>,
-    bell: (Mutex<Bell>, Condvar),
+    /// The worker's doorbell.
+    bell: Doorbell,
     /// β's last packet is in.
-    released: (Mutex<bool>, Condvar),
+    released: Signal,
     /// α's RNR NAK went out (its requester resends after its RNR timer).
-    nak_sent: (Mutex<bool>, Condvar),
+    nak_sent: Signal,
     /// Trigger work items that ran a first leg, and those that found
     /// their QP no longer waiting.
     resumed: (AtomicU64, AtomicU64),
@@ -319,9 +312,9 @@ impl World {
             mem: std::sync::Mutex::new(mem),
             alpha_req: Vec::new(),
             beta_last: Vec::new(),
-            bell: (Mutex::new(Bell::default()), Condvar::new()),
-            released: (Mutex::new(false), Condvar::new()),
-            nak_sent: (Mutex::new(false), Condvar::new()),
+            bell: Doorbell::default(),
+            released: Signal::default(),
+            nak_sent: Signal::default(),
             resumed: (AtomicU64::new(0), AtomicU64::new(0)),
             queued: AtomicU64::new(0),
         };
@@ -417,9 +410,7 @@ impl World {
         });
         if rnr {
             assert_eq!(q.slot(), 0, "only α is ever RNR-NAKed");
-            let (m, cv) = &self.nak_sent;
-            *m.lock().unwrap() = true;
-            cv.notify_one();
+            self.nak_sent.set();
         }
     }
 
@@ -441,31 +432,21 @@ impl World {
     }
 
     fn kick(&self) {
-        let (m, cv) = &self.bell;
-        m.lock().unwrap().kicks += 1;
-        cv.notify_one();
+        self.bell.kick();
     }
 
     fn worker(&self) {
         let mut root = LockToken::root();
         loop {
             self.run_work(&mut root);
-            let (m, cv) = &self.bell;
-            let mut b = m.lock().unwrap();
-            while b.kicks == 0 && !b.stop {
-                b = cv.wait(b).unwrap();
-            }
-            if b.kicks == 0 {
+            if !self.bell.wait() {
                 return;
             }
-            b.kicks = 0;
         }
     }
 
     fn stop_worker(&self) {
-        let (m, cv) = &self.bell;
-        m.lock().unwrap().stop = true;
-        cv.notify_one();
+        self.bell.stop();
     }
 
     /// QP α: its WRITE_REQ; if that schedules an RNR NAK, the same again
@@ -485,12 +466,8 @@ impl World {
             return;
         }
         self.queued.fetch_add(1, Relaxed);
-        for (m, cv) in [&self.nak_sent, &self.released] {
-            let mut g = m.lock().unwrap();
-            while !*g {
-                g = cv.wait(g).unwrap();
-            }
-        }
+        self.nak_sent.wait();
+        self.released.wait();
         let v = self.receive_req(0, &self.alpha_req, &mut root);
         self.kick();
         assert_eq!(v, WriteReqVerdict::Revived, "α's resent WRITE_REQ");
@@ -501,9 +478,7 @@ impl World {
         let mut root = LockToken::root();
         self.receive_data(1, &self.beta_last, &mut root);
         self.kick();
-        let (m, cv) = &self.released;
-        *m.lock().unwrap() = true;
-        cv.notify_one();
+        self.released.set();
     }
 
     /// What must hold once every thread is done.
