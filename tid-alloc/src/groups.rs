@@ -369,6 +369,11 @@ impl GroupStore for Batch<'_> {
     fn move_to(&mut self, g: u16, from: GroupList, to: GroupList) {
         GroupStore::move_to(&mut *self.0, g, from, to);
     }
+
+    #[inline(always)]
+    fn release_entries(&mut self, g: u16, cnt: u8, taken: u8) {
+        self.0.release_in_place(g, cnt, taken);
+    }
 }
 
 /// The groups of one list, head to tail ([`TidGroups::list`]).

@@ -118,7 +118,7 @@ const fn move_on_take(used: u8, new_used: u8) -> Option<(GroupList, GroupList)> 
 /// `new_used` (< `used`) as entries are released: full→used as the first
 /// goes, to free as the last goes.
 #[inline(always)]
-const fn move_on_release(used: u8, new_used: u8) -> Option<(GroupList, GroupList)> {
+pub(super) const fn move_on_release(used: u8, new_used: u8) -> Option<(GroupList, GroupList)> {
     if new_used == 0 {
         if used == GROUP_SIZE {
             Some((GroupList::Full, GroupList::Free))

@@ -17,6 +17,7 @@
 
 use hfi1_hal::consts::MAX_TID_GROUPS;
 
+use super::store::move_on_release;
 use super::{GroupList, TidGroups};
 
 /// One row of the table. For a list head only the links are used, and its
@@ -150,6 +151,39 @@ impl TidGroups {
             unlink(rows, g);
             link_tail(rows, g, to);
         }
+        if let Some(n) = self.lens.get_mut(from as usize) {
+            *n = n.wrapping_sub(1);
+        }
+        if let Some(n) = self.lens.get_mut(to as usize) {
+            *n = n.wrapping_add(1);
+        }
+    }
+}
+
+impl TidGroups {
+    /// [`GroupStore::release_entries`](super::GroupStore::release_entries)
+    /// in one borrow of the table: one group check and one length check
+    /// for the counters and the list move of the same row.
+    #[inline(always)]
+    pub(super) fn release_in_place(&mut self, g: u16, cnt: u8, taken: u8) {
+        if g >= self.ngroups {
+            return;
+        }
+        let Some(rows) = self.rows_mut() else {
+            return;
+        };
+        let Some(s) = rows.get_mut(row(g)) else {
+            return;
+        };
+        let used = s.used;
+        let new_used = used.wrapping_sub(cnt);
+        s.used = new_used;
+        s.map &= !taken;
+        let Some((from, to)) = move_on_release(used, new_used) else {
+            return;
+        };
+        unlink(rows, g);
+        link_tail(rows, g, to);
         if let Some(n) = self.lens.get_mut(from as usize) {
             *n = n.wrapping_sub(1);
         }
