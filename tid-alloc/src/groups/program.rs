@@ -479,6 +479,7 @@ fn take_entries<G: GroupStore + ?Sized>(groups: &mut G, node: &TidNode) {
 /// # Locking
 ///
 /// Under `exp_lock`.
+#[inline]
 pub fn unprogram_rcvarray<G, N>(groups: &mut G, rcv: &mut impl RcvArray, nodes: &N)
 where
     G: GroupStore + ?Sized,
