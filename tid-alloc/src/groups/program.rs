@@ -417,10 +417,16 @@ fn program_nodes<G, N, C, O>(
     O: ProgramSink + ?Sized,
 {
     let expected_base = groups.expected_base();
+    // The entries first, then the counters and list moves: programming
+    // reads neither (a node carries its map snapshot), and the entry loop
+    // keeps its registers for the sets.
     for i in 0..nodes.len() {
         let Some(node) = nodes.node(i) else { break };
         let group = GroupPairs::new(groups.base(node.group), expected_base);
         program_node(rcv, &node, group, &mut sets, shape, out);
+    }
+    for i in 0..nodes.len() {
+        let Some(node) = nodes.node(i) else { break };
         take_entries(groups, &node);
     }
 }
