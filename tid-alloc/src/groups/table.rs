@@ -22,7 +22,12 @@ use super::{GroupList, TidGroups};
 
 /// One row of the table. For a list head only the links are used, and its
 /// counters stay 0.
+///
+/// Aligned to 8 bytes, so a row's offset is its index times 8, which an
+/// x86 address folds in (a 6-byte row costs an extra multiply on every
+/// access); the table is 4 KiB instead of 3.
 #[derive(Debug, Clone, Copy)]
+#[repr(align(8))]
 pub(super) struct Slot {
     /// Entries in use (0..=8). Kernel: `grp->used`.
     pub(super) used: u8,
