@@ -158,7 +158,7 @@ pub(super) fn singles_8k(sets: &mut PageSets, pages: &[u64]) -> Option<Result<()
 ///
 /// [`AllocError::TooManyPageSets`] if the list has no room for `N` more.
 #[inline(always)]
-fn push_singles<const N: usize>(
+pub(super) fn push_singles<const N: usize>(
     sets: &mut PageSets,
     k: usize,
     addrs: [u64; N],

@@ -3,7 +3,7 @@
 //! pages two at a time, so that an 8 KiB packet never straddles two
 //! buffers.
 
-use super::fast::{Seen, one_run_8k, singles_8k};
+use super::fast::{Seen, one_run_8k, push_singles, singles_8k};
 use super::{AllocError, MAX_SEGMENT_PAGES, PAGE_BYTES, PageSet, PageSets};
 use super::{emit_run, follows, pad_even, push, single, try_fast};
 
@@ -104,8 +104,7 @@ fn walk_pairs_8k(sets: &mut PageSets, pages: &[u64]) -> Result<(), AllocError> {
             [v0, v1, ..] => {
                 seen.page(v0);
                 seen.page(v1);
-                push(sets, single(k, v0))?;
-                push(sets, single(k.wrapping_add(1), v1))?;
+                push_singles(sets, k, [v0, v1])?;
                 k = k.wrapping_add(2);
                 t = t.get(2..).unwrap_or_default();
             }
