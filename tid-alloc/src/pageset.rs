@@ -97,7 +97,14 @@ impl PageSet {
 #[inline(always)]
 pub(crate) const fn unmappable(count: u16) -> u16 {
     const _: () = assert!(MAX_EXPECTED_PAGES == 1 << 9, "the bits from 10 up");
-    (count & count.wrapping_sub(1)) | (count >> 10)
+    (count & count.wrapping_sub(1)) | oversized(count)
+}
+
+/// Non-zero exactly when `count` has a bit from 10 up (more than 512
+/// pages for a power of two); of an OR of counts, when one of them has.
+#[inline(always)]
+pub(crate) const fn oversized(count: u16) -> u16 {
+    count >> 10
 }
 
 /// The page sets of one segment (at most 64).

@@ -314,10 +314,15 @@ pub(super) fn check_sets<S: PageSetSource + ?Sized>(
     sets: &S,
     pmtu: u32,
 ) -> Result<PacketShape, AllocError> {
+    // The OR of `unmappable(count)` over the sets, its two halves kept
+    // apart so the size test is made once, on the OR of the counts (a
+    // count from bit 10 up sets that bit in the OR).
     let all_good = sets.as_slice().is_some_and(|s| {
-        s.iter()
-            .fold(0u16, |acc, set| acc | crate::pageset::unmappable(set.count))
-            == 0
+        let (not_pow2, any) = s.iter().fold((0u16, 0u16), |(p, a), set| {
+            let c = set.count;
+            (p | (c & c.wrapping_sub(1)), a | c)
+        });
+        not_pow2 | crate::pageset::oversized(any) == 0
     });
     if !all_good {
         for index in 0..sets.set_count() {
