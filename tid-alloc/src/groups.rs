@@ -331,7 +331,8 @@ impl TidGroups {
 /// ([`TidGroups::program`], [`TidGroups::unprogram`]): the same tables,
 /// but counter changes do not bump the version one by one; the operation
 /// bumps it once when it is done (nothing else can see the groups in
-/// between: the operation holds them by `&mut`).
+/// between: the operation holds them by `&mut`). A release also clears
+/// the owner tickets of the entries it frees.
 pub(crate) struct Batch<'a>(pub(crate) &'a mut TidGroups);
 
 impl GroupStore for Batch<'_> {
@@ -370,9 +371,14 @@ impl GroupStore for Batch<'_> {
         GroupStore::move_to(&mut *self.0, g, from, to);
     }
 
+    /// Also clears the released entries' owners (the checked unprogram's
+    /// last step, made here while the node is at hand).
     #[inline(always)]
     fn release_entries(&mut self, g: u16, cnt: u8, taken: u8) {
         self.0.release_in_place(g, cnt, taken);
+        if let Some(owners) = self.0.owner.get_mut(usize::from(g)) {
+            checked::set_owners(owners, taken, 0);
+        }
     }
 }
 

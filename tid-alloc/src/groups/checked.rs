@@ -23,7 +23,7 @@ use crate::pageset::PageSet;
 /// Writes `value` into the owner slots of the entries in `taken`: one
 /// vector store for a whole group, else one store per entry taken.
 #[inline(always)]
-fn set_owners(owners: &mut [u32; TID_GROUP_SIZE], taken: u8, value: u32) {
+pub(super) fn set_owners(owners: &mut [u32; TID_GROUP_SIZE], taken: u8, value: u32) {
     if taken == TID_GROUP_FULL_MAP {
         *owners = [value; TID_GROUP_SIZE];
         return;
@@ -244,12 +244,8 @@ impl TidGroups {
                 return Err(AllocError::Stale);
             }
         }
+        // The batch store clears each released entry's owner as it goes.
         unprogram_rcvarray(&mut Batch(self), rcv, &alloc.nodes);
-        for node in &alloc.nodes {
-            if let Some(owners) = self.owner.get_mut(usize::from(node.group)) {
-                set_owners(owners, node.taken(), 0);
-            }
-        }
         self.version = self.version.wrapping_add(1);
         Ok(())
     }
