@@ -195,7 +195,13 @@ fn fuzz_regressions() {
 }
 
 /// Replays the open findings (`regressions/*/open-*`), inputs whose bug
-/// is not fixed yet; none is kept today. Run by hand while fixing one
+/// is not fixed yet. Kept today: `write_pair/open-write-resp-never-sent-retry-exceeded`
+/// (39 bytes, one QP, two one-segment WRITEs with fabric copies of both
+/// WRITE_REQs and early retry timers: the responder accepts both and
+/// takes the copies as duplicates, but never sends a WRITE_RESP, its
+/// send pointer past the first entry with neither sent, and the
+/// requester ends `RETRY_EXC_ERR` after 8 timeouts with 5 faults
+/// injected against a budget of 7). Run by hand while fixing one
 /// (`cargo test -p tid-harness --features std --test fuzz_smoke --
 /// --ignored`); once it passes every check, rename it without `open-`
 /// and say in [`fuzz_regressions`]'s list what it pins.
