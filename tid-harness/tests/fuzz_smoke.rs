@@ -185,6 +185,17 @@ fn replay(open: bool) -> usize {
 ///   RNR-NAKed WRITE_REQ then meets a slot never filled and is NAKed
 ///   invalid; the interpreter allows that completion only through
 ///   `kernel_allows`, and with that rule taken out the replay fails.
+/// - `write_pair/copy-of-a-scheduled-write-skips-an-unanswered-one`
+///   (39 bytes, one QP, the kernel's own behaviour, kept): two one-segment
+///   WRITEs allocated before the first leg ran, then fabric copies of
+///   both WRITE_REQs; the copy of the second, already scheduled, moves
+///   the send pointer to its own entry past the first
+///   (`tid_rdma_rcv_error()`), the first never gets a WRITE_RESP and the
+///   requester ends `RETRY_EXC_ERR` after 8 timeouts with 5 faults
+///   injected against a budget of 7. The responder counts the skip
+///   (`send_pointer_skips`), the interpreter allows the outcome through
+///   `kernel_allows`, and with that rule taken out the replay fails;
+///   `tests/write_responder.rs` pins the engine's steps.
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it
@@ -195,13 +206,8 @@ fn fuzz_regressions() {
 }
 
 /// Replays the open findings (`regressions/*/open-*`), inputs whose bug
-/// is not fixed yet. Kept today: `write_pair/open-write-resp-never-sent-retry-exceeded`
-/// (39 bytes, one QP, two one-segment WRITEs with fabric copies of both
-/// WRITE_REQs and early retry timers: the responder accepts both and
-/// takes the copies as duplicates, but never sends a WRITE_RESP, its
-/// send pointer past the first entry with neither sent, and the
-/// requester ends `RETRY_EXC_ERR` after 8 timeouts with 5 faults
-/// injected against a budget of 7). Run by hand while fixing one
+/// is not fixed yet (none today: the test then passes with nothing to
+/// replay). Run by hand while fixing one
 /// (`cargo test -p tid-harness --features std --test fuzz_smoke --
 /// --ignored`); once it passes every check, rename it without `open-`
 /// and say in [`fuzz_regressions`]'s list what it pins.

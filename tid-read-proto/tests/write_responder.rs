@@ -870,6 +870,43 @@ fn duplicate_of_an_unanswered_write_req_holds_the_later_ones() {
     n.done();
 }
 
+/// Both WRITE_REQs allocated and neither answered when copies of both
+/// come (the first leg has not run): the copy of #1 sets #2 waiting for
+/// its resend; the copy of #2, a request already scheduled, brings it
+/// back and moves the send pointer to #2, past #1 (6.1 re-processes from
+/// the copy's own entry). #1 then gets no WRITE_RESP, neither from the
+/// first leg nor for the requester's resend of it, which only sets #2
+/// waiting again: the requester's retries run out. Kept as 6.1 runs it,
+/// and counted (`send_pointer_skips`) so the fuzz interpreter can tell
+/// this stop from a lost request. Kernel: the end of the TID WRITE
+/// branch of `tid_rdma_rcv_error()` (`s_tail_ack_queue = prev` with
+/// `old_req` set), `find_prev_entry()`, `make_rc_ack()`.
+///
+/// Fails if the pointer is left where it was for a scheduled copy
+/// (checked): #1's WRITE_RESP goes out first.
+#[test]
+fn a_copy_of_a_scheduled_write_req_skips_an_unanswered_one_as_6_1_does() {
+    let mut n = Node::new(64, 256);
+    let b = BASE + u64::from(SEG);
+    assert_eq!(n.write_req(100, BASE, SEG, RKEY), WriteReqVerdict::Accepted);
+    assert_eq!(n.write_req(101, b, SEG, RKEY), WriteReqVerdict::Accepted);
+    let dup = |n: &mut Node, psn, va| n.write_req(psn, va, SEG, RKEY);
+    assert_eq!(dup(&mut n, 100, BASE), WriteReqVerdict::Duplicate);
+    assert_eq!(dup(&mut n, 101, b), WriteReqVerdict::Duplicate);
+    assert_eq!(n.with_w(|t| t.write_responder.stats.send_pointer_skips), 1);
+    let out = n.resps();
+    assert_eq!(out.len(), 1, "#2 only");
+    assert_eq!(out[0].psn, Psn::new(101));
+    for _ in 0..3 {
+        assert_eq!(dup(&mut n, 100, BASE), WriteReqVerdict::Duplicate);
+        assert!(n.resps().is_empty(), "#1 is never answered");
+    }
+    assert_eq!(n.with_w(|t| t.write_responder.stats.send_pointer_skips), 1);
+    // The requester's retries run out; the flush gives both entries'
+    // TIDs, flow and region references back.
+    n.flush_and_check();
+}
+
 /// A lost WRITE_DATA in the middle of a segment: the chip places the
 /// packets after it (their TIDs are valid) but hands each to software with
 /// a flow sequence error. The first starts software PSN checking from the

@@ -222,6 +222,17 @@ impl World {
         }
     }
 
+    /// Whether a duplicate WRITE_REQ moved responder `i`'s send pointer
+    /// past an entry not fully answered (see [`Self::kernel_allows`]).
+    fn pointer_skipped(&self, i: usize) -> bool {
+        let Some(qp) = self.nodes.responders.get(i) else {
+            return false;
+        };
+        let mut root = LockToken::root();
+        let g = qp.s_lock.lock(&mut root);
+        g.ext.write_responder.stats.send_pointer_skips > 0
+    }
+
     /// Whether the kernel lets QP `i`'s oldest unfinished request end with
     /// `status` when only real packets are on the wire:
     ///
@@ -245,6 +256,12 @@ impl World {
     ///   meet), each later WRITE_DATA_LAST moves it on again, and the
     ///   resend of an RNR-NAKed WRITE_REQ then finds the empty slot
     ///   "not sent" and NAKs it;
+    /// - retry exceeded (a TID WRITE) after a duplicate WRITE_REQ moved
+    ///   responder `i`'s send pointer forward past an entry not fully
+    ///   answered: a copy of a request already scheduled re-processes
+    ///   from its own entry in 6.1 (`tid_rdma_rcv_error()`), the entries
+    ///   it passes get no WRITE_RESP, and the requester's resends of the
+    ///   first of them find it unanswered until its retries run out;
     /// - anything, once responder `i`'s reap timer was fired early and
     ///   errored its QP ([`Mode::WritePair`]: the schedule withheld the
     ///   data past the timer, and the requester then sees NAKs or
@@ -256,7 +273,9 @@ impl World {
         }
         match status {
             WcStatus::Flushed => true,
-            WcStatus::RetryExceeded => queue || self.faults > u64::from(self.cfg.retry_cnt),
+            WcStatus::RetryExceeded => {
+                queue || self.faults > u64::from(self.cfg.retry_cnt) || self.pointer_skipped(i)
+            }
             WcStatus::RemoteOperational | WcStatus::RemoteInvalidRequest => queue,
             _ => false,
         }

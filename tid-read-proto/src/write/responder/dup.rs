@@ -74,6 +74,9 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             Self::rewind_entry(e, &mut self.w.pending_tid_w_segs, psn, first);
             self.later_resend(prev);
             self.w.flags.remove(TidFlags::R_TID_WAIT_INTERLCK);
+            if old_req && self.skips_unanswered(prev) {
+                self.w.stats.send_pointer_skips += 1;
+            }
             self.rsp.rewind_to(prev);
         }
         let rnr = self.w.rnr_nak_state != RnrNakState::Init;
@@ -82,6 +85,20 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             self.rsp.nak_state = None;
         }
         WriteReqVerdict::Duplicate
+    }
+
+    /// Whether moving the send pointer to `prev`, an entry at or after it
+    /// (a copy of a request already scheduled), passes an entry whose
+    /// responses were not all sent.
+    ///
+    /// 6.1 moves the pointer there all the same (the rewind at the end of
+    /// `tid_rdma_rcv_error()` runs for a scheduled TID WRITE whose state
+    /// was `INIT_RESEND`), so the entries passed get no WRITE_RESP: the
+    /// requester's resend of the first of them finds it unanswered and
+    /// waits, and its retries run out. Kept as the kernel runs it;
+    /// counted so a test can tell this stop from a lost request.
+    fn skips_unanswered(&self, prev: usize) -> bool {
+        Responder::slots(self.rsp.tail, prev).any(|j| self.rsp.ack.get(j).is_some_and(|a| !a.sent))
     }
 
     /// Runs `f` on every TID WRITE entry after `prev` up to the head,

@@ -142,6 +142,12 @@ counters! {
         pub reap_expiries,
         /// Flows moved to a fresh generation to give held TIDs back.
         pub regenerations,
+        /// Duplicate WRITE_REQs that moved the send pointer forward, past
+        /// entries not answered yet: a copy of a request already
+        /// scheduled (between the send pointer and the head) still "re-
+        /// processes" from its own entry. Those entries get no WRITE_RESP
+        /// until a later duplicate moves the pointer back, as in 6.1.
+        pub send_pointer_skips,
     }
 }
 
