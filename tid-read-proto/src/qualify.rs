@@ -365,6 +365,13 @@ pub(crate) mod tests {
         let mut odd = SGES;
         odd[1].length += 1;
         assert_eq!(qualify(&wr(&odd), &p), Err(NotQualified::Unaligned));
+        // Either size unknown is refused on its own, before any division
+        // by it (a path with no MTU yet, a peer advertising no segment).
+        let mut no_mtu = p;
+        no_mtu.pmtu = 0;
+        assert_eq!(qualify(&wr(&SGES), &no_mtu), Err(NotQualified::NoMtu));
+        let zero = TidParams { max_len: 0, ..r };
+        assert_eq!(qualify(&wr(&SGES), &path(&zero)), Err(NotQualified::NoMtu));
     }
 
     #[test]
