@@ -196,6 +196,16 @@ fn replay(open: bool) -> usize {
 ///   (`send_pointer_skips`), the interpreter allows the outcome through
 ///   `kernel_allows`, and with that rule taken out the replay fails;
 ///   `tests/write_responder.rs` pins the engine's steps.
+/// - `write_pair/resync-after-a-rewinding-duplicate` (48 bytes, two QPs,
+///   one requester TID group; a deviation from 6.1, fixed): a fabric copy
+///   of WRITE_REQ #1 rewinds the send pointer while #2's WRITE_RESP is
+///   out, and the RESYNC that follows renumbered only #1 (6.1 walks to
+///   the send pointer); #2's data was NAKed in the new generation, the
+///   next RESYNC numbered #2 where the requester resent #1, so #1's data
+///   landed in #2's buffer and #2 never completed (stuck after the
+///   drain). The responder now renumbers through its newest TID WRITE
+///   entry (`tests/write_responder.rs`:
+///   `a_resync_after_a_rewinding_duplicate_renumbers_every_segment`).
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

@@ -907,6 +907,57 @@ fn a_copy_of_a_scheduled_write_req_skips_an_unanswered_one_as_6_1_does() {
     n.flush_and_check();
 }
 
+/// Two one-segment WRITEs, both WRITE_RESPs out and no data in yet, then
+/// a fabric copy of WRITE_REQ #1 (the send pointer back at #1, #2 to be
+/// resent) and, before the first leg runs again, the requester's RESYNC
+/// (its TID retry): the requester
+/// renumbers both segments it knows into the new generation, #1's from
+/// sequence 0 and #2's after it, and the responder must number them the
+/// same way. Then both come in the new generation and each lands in its
+/// own buffer. Kernel: `hfi1_rc_rcv_tid_rdma_resync()`, whose walk stops
+/// at the send pointer (see the deviation in the RESYNC handler).
+///
+/// Fails with 6.1's walk put back (checked): #2's segment keeps its old
+/// generation and PSNs, and its last packet in the new one is NAKed.
+#[test]
+fn a_resync_after_a_rewinding_duplicate_renumbers_every_segment() {
+    let mut n = Node::new(64, 256);
+    let b = BASE + u64::from(SEG);
+    assert_eq!(n.write_req(100, BASE, SEG, RKEY), WriteReqVerdict::Accepted);
+    assert_eq!(n.write_req(101, b, SEG, RKEY), WriteReqVerdict::Accepted);
+    let out = n.resps();
+    assert_eq!(out.len(), 2);
+    assert_eq!(
+        n.write_req(100, BASE, SEG, RKEY),
+        WriteReqVerdict::Duplicate
+    );
+    // The RESYNC comes before the first leg runs again: the send pointer
+    // is still at #1.
+    let g = out[0].hdr.flow_psn.generation();
+    assert_eq!(
+        n.resync(resync::psn_before(g.next()).get()),
+        ResyncVerdict::Resynced
+    );
+    assert!(n.tid_ack().is_some(), "the RESYNC ACK");
+    let again = n.resps();
+    assert_eq!(again.len(), 1, "#1's WRITE_RESP again");
+    assert_eq!(again[0].hdr.flow_psn, FlowPsn::new(g.next(), 0));
+    let first = n.send_flow(&out[0], (0, SEG, BASE), FlowPsn::new(g.next(), 0), |_| true);
+    let second = n.send_flow(&out[1], (0, SEG, b), FlowPsn::new(g.next(), 64), |_| true);
+    for (k, seg) in [first, second].iter().enumerate() {
+        assert!(
+            seg.iter().all(|(_, o, _)| o.placed && o.error.is_none()),
+            "#{}",
+            k + 1
+        );
+        let v: Vec<_> = seg.iter().filter_map(|(_, _, v)| *v).collect();
+        assert_eq!(v, [DataVerdict::RequestDone], "#{}", k + 1);
+    }
+    check_placed(&n, 0, 2 * u64::from(SEG));
+    while n.tid_ack().is_some() {}
+    n.done();
+}
+
 /// A lost WRITE_DATA in the middle of a segment: the chip places the
 /// packets after it (their TIDs are valid) but hands each to software with
 /// a flow sequence error. The first starts software PSN checking from the

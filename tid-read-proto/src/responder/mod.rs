@@ -390,12 +390,6 @@ impl Responder {
         }
     }
 
-    /// One round of the ack queue: `from`, then every other slot, oldest
-    /// after it first.
-    pub(crate) fn round_from(from: usize) -> impl Iterator<Item = usize> + Clone {
-        core::iter::once(from).chain(Self::slots(Self::next(from), from))
-    }
-
     /// The slot after the head if a new request may take it: `None` (the
     /// queue is full) if it is the pointer's `at` and its entry is not
     /// sent. Kernel: the `next == s_tail_ack_queue` (or

@@ -83,16 +83,31 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
     }
 
     /// Every allocated segment not yet received, from `r_tid_tail` to the
-    /// send pointer, gets the QP's (new) generation and consecutive
-    /// sequences from the QP's flow PSN: as many packets as it still
-    /// expects (with header suppression, the whole segment).
+    /// newest TID WRITE entry (`r_tid_head`), gets the QP's (new)
+    /// generation and consecutive sequences from the QP's flow PSN: as
+    /// many packets as it still expects (with header suppression, the
+    /// whole segment).
+    ///
+    /// Deviation from 6.1: `hfi1_rc_rcv_tid_rdma_resync()` stops at the
+    /// send pointer (`s_tail_ack_queue`). A duplicate WRITE_REQ rewinds
+    /// that pointer to its own entry, and a RESYNC then leaves the later
+    /// entries' segments, whose WRITE_RESPs the requester has and which
+    /// it renumbers after the first, in the old generation. The next
+    /// RESYNC renumbers them from sequence 0, where the requester resends
+    /// the first WRITE's segment: the chip places that WRITE's data into
+    /// the second one's buffer and the responder acknowledges it as the
+    /// second's (`tests/write_responder.rs`:
+    /// `a_resync_after_a_rewinding_duplicate_renumbers_every_segment`;
+    /// the fuzz input `write_pair/resync-after-a-rewinding-duplicate`).
+    /// Segments allocated past the send pointer have sent no WRITE_RESP
+    /// yet; renumbered, theirs names the flow's new generation instead
+    /// of the old one, which the chip no longer accepts.
     fn renumber(&mut self) {
         let Some(start) = self.w.r_tid_tail else {
             return;
         };
         let generation = self.locked.flow.generation;
-        // From `r_tid_tail` through the send pointer, at most once round.
-        for i in Responder::round_from(start) {
+        for i in Responder::slots(start, self.w.r_tid_head) {
             let is_write = self.rsp.is_write(i);
             if let Some(e) = self.w.entries.get_mut(i).filter(|_| is_write) {
                 for fi in ring_indices(e.req.clear_tail, e.req.setup_head) {
@@ -113,9 +128,6 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
                         self.locked.flow.psn = spsn + npkts;
                     }
                 }
-            }
-            if i == self.rsp.tail {
-                break;
             }
         }
     }
