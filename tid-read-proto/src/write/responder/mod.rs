@@ -37,6 +37,11 @@
 //!   silently placed a NAKed resend ends the NAK episode (`eflags`); a
 //!   RESYNC ACK reports the oldest receiving segment's last in-order PSN
 //!   (`resync`).
+//! - A RESYNC renumbers the allocated segments of every TID WRITE entry
+//!   from `r_tid_tail` to the newest, not only up to the send pointer: a
+//!   duplicate that rewound that pointer made 6.1 leave a later WRITE's
+//!   segment in the old generation, and a later RESYNC put another
+//!   WRITE's data into its buffer (`resync`).
 //! - A request's flow records are allocated when its WRITE_REQ is accepted
 //!   (atomically, on the receive path), not for all 25 ack-queue slots at
 //!   QP creation; if that allocation fails the QP errors with a remote
@@ -52,6 +57,11 @@
 //!   module doc).
 //! - A duplicate WRITE_REQ that finds a TID READ entry (or none) is
 //!   dropped; 6.1 handles it by the entry's opcode.
+//!
+//! Kept as 6.1 runs it, though it stops a QP: a copy of a WRITE_REQ
+//! already scheduled moves the send pointer forward to its own entry,
+//! past entries not answered yet, which then never get a WRITE_RESP
+//! (counted as `send_pointer_skips`; `dup`).
 //!
 //! # Locking
 //!
