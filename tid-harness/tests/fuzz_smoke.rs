@@ -206,6 +206,18 @@ fn replay(open: bool) -> usize {
 ///   drain). The responder now renumbers through its newest TID WRITE
 ///   entry (`tests/write_responder.rs`:
 ///   `a_resync_after_a_rewinding_duplicate_renumbers_every_segment`).
+/// - `write_pair/second-copy-past-the-allocated-segments` (48 bytes, two
+///   QPs, 16 KiB segments, two responder TID groups; a deviation from
+///   6.1, fixed): a fabric copy of a WRITE_REQ rewound the resend to
+///   segment 1, the requester's resend after an RNR NAK then named
+///   segment 4, the first not allocated, which moved the resend position
+///   to the end but left the count of responses sent at 1; when the RNR
+///   episode ended the first leg sent WRITE_RESPs from the flow records of
+///   segments long received, the requester took segment 4's with stale
+///   PSNs and TIDs and counted it acknowledged, and the responder waited
+///   for its data with its RcvArray held: both QPs RNR-NAKed forever
+///   (`tests/write_responder.rs`:
+///   `a_second_copy_past_the_allocated_segments_ends_the_resend`).
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

@@ -958,6 +958,49 @@ fn a_resync_after_a_rewinding_duplicate_renumbers_every_segment() {
     n.done();
 }
 
+/// An eight-segment WRITE with four segments allocated and answered;
+/// before the first leg runs again, a fabric copy of the WRITE_REQ resend
+/// from segment 1 and then the resend from segment 4, the first not
+/// allocated (as after an RNR NAK there). Nothing is left to resend, so
+/// the resend ends: when the four segments' data come in and four more
+/// are allocated, the first leg answers segments 4 to 7 with their own
+/// flow records, and every byte lands in place. Kernel: the TID WRITE
+/// branch of `tid_rdma_rcv_error()` (see the deviation in `dup`),
+/// `hfi1_build_tid_rdma_write_resp()`.
+///
+/// Fails with 6.1's rewind put back (checked): the second copy moves
+/// `flow_idx` to the end and leaves `cur_seg` at 1, and the next
+/// WRITE_RESP names PSN 101 for segment 4's flow.
+#[test]
+fn a_second_copy_past_the_allocated_segments_ends_the_resend() {
+    let mut n = Node::new(256, 512);
+    let total = 8 * SEG;
+    assert_eq!(
+        n.write_req(100, BASE, total, RKEY),
+        WriteReqVerdict::Accepted
+    );
+    let first = n.resps();
+    assert_eq!(first.len(), 4);
+    for psn in [101, 104] {
+        let v = n.write_req(psn, BASE, total, RKEY);
+        assert_eq!(v, WriteReqVerdict::Duplicate, "copy at {psn}");
+    }
+    for (k, r) in first.iter().enumerate() {
+        n.send_segment(r, k as u32, total, BASE);
+        assert!(n.tid_ack().is_some());
+    }
+    let second = n.resps();
+    let psns: Vec<u32> = second.iter().map(|r| r.psn.get()).collect();
+    assert_eq!(psns, [104, 105, 106, 107]);
+    for (k, r) in second.iter().enumerate() {
+        n.send_segment(r, 4 + k as u32, total, BASE);
+        assert!(n.tid_ack().is_some());
+    }
+    check_placed(&n, 0, u64::from(total));
+    assert_eq!(n.with_w(|t| t.write_responder.stats.requests_received), 1);
+    n.done();
+}
+
 /// A lost WRITE_DATA in the middle of a segment: the chip places the
 /// packets after it (their TIDs are valid) but hands each to software with
 /// a flow sequence error. The first starts software PSN checking from the

@@ -134,8 +134,30 @@ impl World {
             );
         }
         for (i, qp) in self.nodes.responders.iter().enumerate() {
-            let g = qp.s_lock.lock(&mut root);
-            s += &format!("resp QP {i}: {:?}\n", g.ext.responder);
+            let mut g = qp.s_lock.lock(&mut root);
+            let w = &g.ext.write_responder;
+            s += &format!(
+                "resp QP {i}: {:?}\n  write: allocated {} pending {} held entries {} in {} \
+                 segments, RNR {:?}, flow {:?}, waiting {}\n  stats {:?}\n",
+                g.ext.responder,
+                w.alloc_w_segs(),
+                w.pending_tid_w_segs(),
+                w.held_entries(),
+                w.segments_held(),
+                w.rnr_nak_state(),
+                g.ext.flow,
+                g.waiting(),
+                w.stats
+            );
+            let (_, tok) = g.parts();
+            let e = self.nodes.resp_rcd.exp_lock.lock(tok);
+            s += &format!(
+                "  ctxt: entries in use {} flows {:#x} free groups {} waiters empty {}\n",
+                e.groups.entries_in_use(),
+                e.flows.mask(),
+                e.groups.free_groups(),
+                e.waiters.is_empty()
+            );
         }
         s
     }

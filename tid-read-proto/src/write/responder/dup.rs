@@ -70,8 +70,7 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             return WriteReqVerdict::Dropped;
         };
         if e.req.clear_tail != e.req.setup_head {
-            let first = self.rsp.ack.get(i).map_or(psn, |a| a.psn);
-            Self::rewind_entry(e, &mut self.w.pending_tid_w_segs, psn, first);
+            Self::rewind_entry(e, &mut self.w.pending_tid_w_segs, psn);
             self.later_resend(prev);
             self.w.flags.remove(TidFlags::R_TID_WAIT_INTERLCK);
             if old_req && self.skips_unanswered(prev) {
@@ -124,7 +123,25 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
 
     /// The entry's WRITE_RESPs sent for segments whose data has not come
     /// are sent again from the segment `psn` names.
-    fn rewind_entry(e: &mut WriteEntry<P>, pending: &mut u32, psn: Psn, first: Psn) {
+    ///
+    /// Deviation from 6.1: the segment named is kept within the ones
+    /// allocated and not yet received, and the resend position
+    /// (`flow_idx`) and the count of responses sent (`cur_seg`) move
+    /// together. 6.1 moves `flow_idx` by the PSN's distance alone and
+    /// `cur_seg` only when a segment is left to resend: a second copy
+    /// naming the first segment not allocated (the resend of an RNR-NAKed
+    /// WRITE_REQ, while a first copy's resend is under way) leaves
+    /// `flow_idx` at the end and `cur_seg` behind it, and when the RNR
+    /// episode ends the first leg builds WRITE_RESPs from flow records of
+    /// segments long received, with their stale flow PSNs and TIDs; the
+    /// requester takes the first one it had not seen as the new
+    /// segment's, its data goes nowhere, the requester counts it
+    /// acknowledged, and both QPs wait forever
+    /// (`tests/write_responder.rs`:
+    /// `a_second_copy_past_the_allocated_segments_ends_the_resend`). A
+    /// copy naming a segment already received resends from the oldest
+    /// one not received instead of from flow records behind it.
+    fn rewind_entry(e: &mut WriteEntry<P>, pending: &mut u32, psn: Psn) {
         let r = &mut e.req;
         let out = ring_count(r.flow_idx, r.clear_tail);
         if out == 0 {
@@ -133,13 +150,20 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         let Some(base) = r.flow(r.clear_tail).map(|f| f.psns.resp_ib_psn) else {
             return;
         };
-        let d = psn.delta(base);
+        let unreceived = ring_count(r.setup_head, r.clear_tail);
+        let d = psn.delta(base).clamp(0, i32::from(unreceived));
         *pending = pending.saturating_sub(u32::from(out));
         r.flow_idx = ring_add(r.clear_tail, d);
         *pending = pending.saturating_add_signed(d);
         if ring_count(r.setup_head, r.flow_idx) != 0 {
-            e.cur_seg = u32::try_from(psn.delta(first)).unwrap_or(0);
+            e.cur_seg = e.comp_seg.saturating_add(d.unsigned_abs());
             e.state = TidReqState::ResendActive;
+        } else {
+            // Every allocated segment's WRITE_RESP counts as sent.
+            e.cur_seg = e.alloc_seg;
+            if matches!(e.state, TidReqState::Resend | TidReqState::ResendActive) {
+                e.state = TidReqState::Active;
+            }
         }
     }
 

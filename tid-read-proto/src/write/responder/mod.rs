@@ -42,6 +42,10 @@
 //!   duplicate that rewound that pointer made 6.1 leave a later WRITE's
 //!   segment in the old generation, and a later RESYNC put another
 //!   WRITE's data into its buffer (`resync`).
+//! - A duplicate WRITE_REQ's rewind keeps the segment it names within the
+//!   allocated, unreceived ones and moves the resend position and the
+//!   count of responses sent together (`dup`); 6.1 could leave them apart
+//!   and then answer from flow records of received segments.
 //! - A request's flow records are allocated when its WRITE_REQ is accepted
 //!   (atomically, on the receive path), not for all 25 ack-queue slots at
 //!   QP creation; if that allocation fails the QP errors with a remote
