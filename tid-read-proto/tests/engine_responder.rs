@@ -490,11 +490,14 @@ fn stale_duplicates_fill_the_ack_queue_as_in_the_kernel() {
     );
     assert_eq!(state(&qp), QpState::Error);
     let mut root = LockToken::root();
-    let full = qp.s_lock.lock(&mut root).ext.responder.last_queue_full();
+    let g = qp.s_lock.lock(&mut root);
+    let full = g.ext.responder.last_queue_full();
     assert_eq!(
         full.map(|f| f.blocker),
         Some(Psn::new(100)),
         "entry 0 blocked it"
     );
+    assert_eq!(g.ext.responder.stats.queue_full, 1, "one refusal counted");
+    drop(g);
     assert_eq!(mrs.refs(), 0);
 }
