@@ -218,6 +218,13 @@ fn replay(open: bool) -> usize {
 ///   for its data with its RcvArray held: both QPs RNR-NAKed forever
 ///   (`tests/write_responder.rs`:
 ///   `a_second_copy_past_the_allocated_segments_ends_the_resend`).
+/// - `write_pair/a-failed-connections-responder-holds-the-rcvarray` (a
+///   fault of the fuzz world, fixed there): requester 1 failed
+///   (`RETRY_EXC_ERR`, more faults than its budget) while responder 1
+///   held the only TID group for a WRITE it had RNR-NAKed, which no timer
+///   reclaims in 6.1; the world kept that responder running, so QP 0's
+///   WRITE waited for the group forever. The world now resets a failed
+///   requester's peer responder, as the application (and tid-sim) does.
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

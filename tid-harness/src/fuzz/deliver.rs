@@ -212,6 +212,12 @@ impl World {
         }
         if c.status != WcStatus::Flushed {
             self.failed[i] = true;
+            // The application resets the failed connection, as tid-sim
+            // does: what responder `i` holds for it (a WRITE segment
+            // RNR-NAKed, or allocated and never answered, has no reap
+            // timer) comes back only on the QP's reset in 6.1, and
+            // would starve the other QPs of the responder's RcvArray.
+            self.nodes.reset_responder(i, &mut LockToken::root());
         }
         if self.mode.real_only() && !self.kernel_allows(i, c.status) {
             panic!(

@@ -28,7 +28,9 @@
 //! - every packet either engine sends parses (checked on delivery);
 //! - a completion names a request that is posted and not yet completed;
 //!   once a QP completed a request in error, every later completion of it
-//!   is a flush (the kernel's error state);
+//!   is a flush (the kernel's error state), and its peer responder is
+//!   reset at once, as the application resets a failed connection (and
+//!   as tid-sim does);
 //! - in [`Mode::Pair`] a successful request carries the source's bytes,
 //!   and a request fails only as the kernel lets it with only real
 //!   packets on the wire (see `kernel_allows` in this module).
