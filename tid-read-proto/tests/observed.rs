@@ -49,6 +49,8 @@ fn a_reads_counters_follow_it_through_a_timeout() {
     let (outstanding, room) = p.requester(0, |r| (r.outstanding(), r.can_post()));
     assert_eq!((outstanding, room), (1, true));
     assert_eq!(p.requester(0, |r| r.last_psn()), first.sub(1));
+    let psns = p.requester(0, |r| (r.send_psn(), r.next_psn()));
+    assert_eq!(psns, (first, first), "nothing sent yet");
     let reqs = p.send();
     let counts = p.requester(0, |r| (r.pending_segments(), r.reads_outstanding()));
     assert_eq!(counts, (1, 1));
