@@ -225,6 +225,16 @@ fn replay(open: bool) -> usize {
 ///   reclaims in 6.1; the world kept that responder running, so QP 0's
 ///   WRITE waited for the group forever. The world now resets a failed
 ///   requester's peer responder, as the application (and tid-sim) does.
+/// - `write_pair/write-resp-during-a-resync-miscounted` (one QP, 4 KiB
+///   segments, one TID group each side; a deviation from 6.1, fixed):
+///   WRITE_RESPs the responder built after taking a RESYNC reached the
+///   requester while that RESYNC was out, already in the new generation;
+///   the RESYNC ACK's renumbering counted one of them about 2048
+///   packets, its last PSN wrapped onto the segment before it, a NAK
+///   then acknowledged both, and every later RESYNC ACK (naming the
+///   first of them unacknowledged) was dropped until `RETRY_EXC_ERR`
+///   (`tests/write_requester.rs`:
+///   `a_write_resp_during_a_resync_keeps_its_packet_count`).
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

@@ -164,6 +164,17 @@ impl World {
     /// A WRITE_RESP for a segment at IB PSN `psn` over `entries`, flow
     /// sequences from `spsn`.
     fn write_resp(&self, psn: u32, spsn: u32, entries: &[TidEntry]) -> WriteRespVerdict {
+        self.write_resp_in(GEN, psn, spsn, entries)
+    }
+
+    /// [`Self::write_resp`] with its flow PSNs in generation `generation`.
+    fn write_resp_in(
+        &self,
+        generation: u32,
+        psn: u32,
+        spsn: u32,
+        entries: &[TidEntry],
+    ) -> WriteRespVerdict {
         let b = write_resp::build(&write_resp::WriteRespFields {
             remote_qp: TidParams::local(1, 32, 14, false).qp,
             remote_jkey: 32,
@@ -172,7 +183,7 @@ impl World {
                 syndrome: 0x1F,
                 msn: 1,
             },
-            generation: Generation::new(GEN).unwrap(),
+            generation: Generation::new(generation).unwrap(),
             spsn,
             local_qp: self.remote.qp,
             flow: FlowIndex::new(3).unwrap(),
@@ -732,6 +743,84 @@ fn resync_ack_resends_only_what_the_responder_lacks() {
     };
     let v = w.tid_ack_of(7, ack, 0x1F);
     assert!(matches!(v, TidAckVerdict::Acked { completed: 1, .. }));
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+}
+
+/// A two-segment WRITE: the first segment's data sent, no TID ACK; the
+/// TID retry sends a RESYNC, and while it is out the second segment's
+/// WRITE_RESP comes, built by a responder that had already taken the
+/// RESYNC: it had the first 40 packets of the first segment, renumbered
+/// its last 24 to `GEN + 1`:0..23 and gave the second `GEN + 1`:24..87.
+/// The RESYNC ACK says so; the requester numbers both segments the same
+/// way, resends the 24 and the second segment's 64, and an ACK of
+/// sequence 47 acknowledges nothing of the second segment; its ACK of 87
+/// completes the WRITE. Kernel: the RESYNC-ACK branch of
+/// `hfi1_rc_rcv_tid_rdma_ack()` (see the deviation in `resync_ack`).
+///
+/// Fails with 6.1's count put back (checked): the second segment is
+/// counted 2072 packets, its last PSN wraps to sequence 47, and the ACK
+/// of 47 completes the WRITE with 40 of its packets never sent.
+#[test]
+fn a_write_resp_during_a_resync_keeps_its_packet_count() {
+    let mut w = world();
+    w.first_of_segments_sent(2);
+    assert_eq!(w.tid_retry_expiry().len(), 1, "the RESYNC");
+    let next = GEN + 1;
+    let g = |seq| FlowPsn::new(Generation::new(next).unwrap(), seq);
+    assert_eq!(
+        w.write_resp_in(next, 8, 24, &entries(64)),
+        WriteRespVerdict::Taken
+    );
+    let resync = AckKind::Resync {
+        generation: Generation::new(next).unwrap(),
+        saved: FlowPsn::new(Generation::new(GEN).unwrap(), 39),
+    };
+    let v = w.tid_ack_of(7, resync, 0x1F);
+    assert!(
+        matches!(v, TidAckVerdict::Acked { segments: 0, .. }),
+        "{v:?}"
+    );
+    let data = w.second_leg();
+    assert_eq!(data.len(), 24 + 64);
+    for (k, p) in data.iter().enumerate() {
+        let f = frame::parse(p).unwrap();
+        assert_eq!(f.bth.psn.get(), g(k as u32).raw());
+    }
+    // Each ACK names the WRITE_RESP of the segment it reaches.
+    let ack = |w: &World, resp, seq| w.tid_ack_of(resp, AckKind::Segment { last: g(seq) }, 0x1F);
+    let v = ack(&w, 7, 23);
+    assert!(
+        matches!(
+            v,
+            TidAckVerdict::Acked {
+                segments: 1,
+                completed: 0
+            }
+        ),
+        "{v:?}"
+    );
+    let v = ack(&w, 8, 47);
+    assert!(
+        matches!(
+            v,
+            TidAckVerdict::Acked {
+                segments: 0,
+                completed: 0
+            }
+        ),
+        "{v:?}"
+    );
+    let v = ack(&w, 8, 87);
+    assert!(
+        matches!(
+            v,
+            TidAckVerdict::Acked {
+                segments: 1,
+                completed: 1
+            }
+        ),
+        "{v:?}"
+    );
     assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
 }
 

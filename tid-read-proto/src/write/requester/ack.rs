@@ -259,6 +259,17 @@ impl<P: FlowPlatform> Requester<P> {
     /// `tid_flow_psn`, kept in `resync_npkts`), and the second leg resends
     /// from there. Kernel: the RESYNC-ACK branch of
     /// `hfi1_rc_rcv_tid_rdma_ack()`.
+    ///
+    /// Deviation from 6.1: a segment already in the new generation (its
+    /// WRITE_RESP came while the RESYNC was out, built by a responder that
+    /// had renumbered its segments) keeps its packet count. 6.1 counts it
+    /// as for the others, from the RESYNC ACK's PSN in the old generation
+    /// to the segment's last PSN in the new one: about 2048 packets, whose
+    /// last PSN wraps the 11-bit sequence onto the segment before it; a
+    /// later NAK then acknowledged that segment with the one before, and
+    /// the responder's RESYNC ACKs, naming it unacknowledged, were
+    /// dropped until the retries ran out (`tests/write_requester.rs`:
+    /// `a_write_resp_during_a_resync_keeps_its_packet_count`).
     fn resync_ack(&mut self, env: &mut Env<'_, '_, P>, psn: FlowPsn, resync_psn: u32)
     where
         P::Sched: TidScheduler<P::Ref>,
@@ -308,7 +319,15 @@ impl<P: FlowPlatform> Requester<P> {
                 for k in ring_indices(t.req.acked_tail, t.req.setup_head) {
                     if let Some(f) = t.req.flow_mut(k) {
                         let lpsn = full(f.psns.generation, f.psns.lpsn);
-                        let npkts = cmp(lpsn, resync).max(0).unsigned_abs();
+                        // A segment whose WRITE_RESP the responder built
+                        // after it took the RESYNC is in the new
+                        // generation already, none of its packets sent:
+                        // it keeps its own count (see the deviation).
+                        let npkts = if f.psns.generation == generation {
+                            f.npkts
+                        } else {
+                            cmp(lpsn, resync).max(0).unsigned_abs()
+                        };
                         f.npkts = npkts;
                         f.psns.generation = generation;
                         f.psns.spsn = spsn;

@@ -28,6 +28,10 @@
 //! - A WRITE_RESP whose TID list does not cover its segment completes the
 //!   oldest request `LOC_LEN_ERR` and errors the QP (6.1 errors the QP
 //!   with that status and flushes every request).
+//! - A RESYNC ACK's renumbering keeps the packet count of a segment
+//!   already in the new generation (its WRITE_RESP came while the RESYNC
+//!   was out); 6.1 counts it from the old generation's PSN, about 2048
+//!   packets, and its last PSN wraps (`ack`).
 //!
 //! # Locking
 //!
