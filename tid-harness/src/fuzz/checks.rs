@@ -125,13 +125,7 @@ impl World {
             );
             let (_, tok) = g.parts();
             let e = self.nodes.rcd.exp_lock.lock(tok);
-            s += &format!(
-                "  ctxt: entries in use {} flows {:#x} free groups {} waiters empty {}\n",
-                e.groups.entries_in_use(),
-                e.flows.mask(),
-                e.groups.free_groups(),
-                e.waiters.is_empty()
-            );
+            s += &ctxt_line(&e);
         }
         for (i, qp) in self.nodes.responders.iter().enumerate() {
             let mut g = qp.s_lock.lock(&mut root);
@@ -151,13 +145,7 @@ impl World {
             );
             let (_, tok) = g.parts();
             let e = self.nodes.resp_rcd.exp_lock.lock(tok);
-            s += &format!(
-                "  ctxt: entries in use {} flows {:#x} free groups {} waiters empty {}\n",
-                e.groups.entries_in_use(),
-                e.flows.mask(),
-                e.groups.free_groups(),
-                e.waiters.is_empty()
-            );
+            s += &ctxt_line(&e);
         }
         s
     }
@@ -192,4 +180,15 @@ impl World {
         assert_eq!(t.leaks, Leaks::default(), "resources left after destroy");
         self.sum
     }
+}
+
+/// A receive context's TID and flow use, one line of a stuck report.
+fn ctxt_line(e: &ExpState<SoftPlatform>) -> String {
+    format!(
+        "  ctxt: entries in use {} flows {:#x} free groups {} waiters empty {}\n",
+        e.groups.entries_in_use(),
+        e.flows.mask(),
+        e.groups.free_groups(),
+        e.waiters.is_empty()
+    )
 }
