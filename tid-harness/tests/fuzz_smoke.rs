@@ -235,6 +235,15 @@ fn replay(open: bool) -> usize {
 ///   first of them unacknowledged) was dropped until `RETRY_EXC_ERR`
 ///   (`tests/write_requester.rs`:
 ///   `a_write_resp_during_a_resync_keeps_its_packet_count`).
+/// - `write_pair/write-resp-from-before-a-resync` (one QP, 4 KiB segments,
+///   one TID group each side; a deviation from 6.1, fixed): a WRITE_RESP
+///   built before a RESYNC reached the requester after that RESYNC's ACK,
+///   naming the old generation; its data failed the chip's generation
+///   check, a NAK in the new generation acknowledged the segment, and
+///   the responder held its TIDs for data that never came (stuck). Such a
+///   segment now takes the next sequences of the new generation, as the
+///   responder renumbered it (`tests/write_requester.rs`:
+///   `a_write_resp_from_before_a_resync_is_renumbered`).
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

@@ -802,6 +802,52 @@ fn a_write_resp_during_a_resync_keeps_its_packet_count() {
     assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
 }
 
+/// A two-segment WRITE: the first segment's data sent, no TID ACK; the
+/// TID retry's RESYNC is answered (nothing received), the first segment
+/// goes again at `GEN + 1`:0..63; then the second segment's WRITE_RESP,
+/// built before the RESYNC and held back by the fabric, comes naming
+/// `GEN`:64. The responder renumbered that segment with the rest, to
+/// `GEN + 1`:64..127, and the requester sends its data there; their ACK
+/// completes the WRITE. Kernel: `hfi1_rc_rcv_tid_rdma_write_resp()` (see
+/// the deviation in `WriteState::after_resync`).
+///
+/// Fails with 6.1's rule put back (checked): the second segment's data
+/// goes out in generation `GEN`, which the responder's flow has left.
+#[test]
+fn a_write_resp_from_before_a_resync_is_renumbered() {
+    let mut w = world();
+    w.first_of_segments_sent(2);
+    assert_eq!(w.tid_retry_expiry().len(), 1, "the RESYNC");
+    let next = GEN + 1;
+    let resync = AckKind::Resync {
+        generation: Generation::new(next).unwrap(),
+        saved: FlowPsn::new(Generation::new(GEN - 1).unwrap(), 0x7FE),
+    };
+    w.resync_acked(resync, 64, 0);
+    assert_eq!(w.write_resp(8, 64, &entries(64)), WriteRespVerdict::Taken);
+    let data = w.second_leg();
+    assert_eq!(data.len(), 64);
+    for (k, p) in data.iter().enumerate() {
+        let f = frame::parse(p).unwrap();
+        assert_eq!(f.bth.psn.get(), next << 11 | (64 + k as u32), "packet {k}");
+    }
+    let last = AckKind::Segment {
+        last: FlowPsn::new(Generation::new(next).unwrap(), 127),
+    };
+    let v = w.tid_ack_of(7, last, 0x1F);
+    assert!(
+        matches!(
+            v,
+            TidAckVerdict::Acked {
+                segments: 2,
+                completed: 1
+            }
+        ),
+        "{v:?}"
+    );
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+}
+
 /// Kernel: `hfi1_tid_retry_timeout()`. Data sent and no TID ACK ever:
 /// each expiry sends one RESYNC while retries are left; with none left
 /// the WRITE completes `RETRY_EXC_ERR`, the QP is in error and nothing

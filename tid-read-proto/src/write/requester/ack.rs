@@ -279,6 +279,9 @@ impl<P: FlowPlatform> Requester<P> {
         *env.locked.flags &= !SFlags::WAIT_HALT;
         self.write.tid_flags &= !TidFlags::SEND_ONE;
         env.schedule();
+        let start = FlowPsn::from_raw(psn.raw().wrapping_add(1) & 0x7FFF_FFFF);
+        let generation = start.generation();
+        self.write.resync_numbering = Some((generation, 0));
         let acked = self.sq.acked;
         let state = self
             .sq
@@ -297,8 +300,6 @@ impl<P: FlowPlatform> Requester<P> {
             self.write.s_state = TidSendState::WriteData;
             return;
         }
-        let start = FlowPsn::from_raw(psn.raw().wrapping_add(1) & 0x7FFF_FFFF);
-        let generation = start.generation();
         let mut resync = resync_psn;
         let mut spsn = 0u32;
         let cur = self.write.s_tid_cur.unwrap_or(acked);
@@ -344,6 +345,7 @@ impl<P: FlowPlatform> Requester<P> {
         if let Some(t) = self.sq.get_mut(acked).and_then(|w| w.tid_write_mut()) {
             t.cur_seg = t.ack_seg;
         }
+        self.write.resync_numbering = Some((generation, spsn));
         self.write.s_tid_tail = Some(acked);
         self.write.s_state = TidSendState::WriteReq;
         crate::write::second_leg::schedule_tid_send(env, &mut self.write);

@@ -32,6 +32,10 @@
 //!   already in the new generation (its WRITE_RESP came while the RESYNC
 //!   was out); 6.1 counts it from the old generation's PSN, about 2048
 //!   packets, and its last PSN wraps (`ack`).
+//! - A WRITE_RESP from before a RESYNC whose ACK was taken (a copy the
+//!   fabric held back) is numbered into the new generation after the
+//!   segments already there, as the responder renumbered it
+//!   (`WriteState::after_resync`); 6.1 keeps its old generation.
 //!
 //! # Locking
 //!
@@ -162,6 +166,9 @@ counters! {
         pub resyncs,
         /// RESYNC ACKs taken.
         pub resync_acks,
+        /// WRITE_RESPs from before a RESYNC the requester had taken the
+        /// ACK of, renumbered after the segments already numbered.
+        pub stale_write_resps,
         /// Second-leg work items that ran (passed `hfi1_send_tid_ok()`).
         pub second_leg_runs,
         /// Second-leg schedules that queued the work item.
@@ -201,11 +208,49 @@ pub struct WriteState {
     pub(crate) s_retry: u8,
     /// The PSN of the RESYNC in flight. Kernel: `priv->s_resync_psn`.
     pub(crate) s_resync_psn: hfi1_hal::Psn,
+    /// The generation the last RESYNC ACK renumbered into, and its next
+    /// sequence not yet given to a segment; cleared once a WRITE_RESP
+    /// names a later generation. Not in 6.1 (see
+    /// [`WriteState::after_resync`]).
+    pub(crate) resync_numbering: Option<(hfi1_hal::Generation, u32)>,
     /// What happened so far.
     pub stats: WriteStats,
 }
 
 impl WriteState {
+    /// A segment from a WRITE_RESP, numbered after the last RESYNC the
+    /// requester took the ACK of: one the responder built before that
+    /// RESYNC (a copy the fabric held back) names the old generation,
+    /// whose PSNs the responder renumbered with every segment it held;
+    /// it takes the next sequences of the new generation, as the
+    /// responder's renumbering gave it.
+    ///
+    /// Deviation from 6.1: `hfi1_rc_rcv_tid_rdma_write_resp()` keeps the
+    /// old generation; its data then fails the chip's generation check,
+    /// and a NAK in the new generation acknowledges the segment (its
+    /// last PSN lies before the NAK's), which the responder never
+    /// received: the WRITE stalls with the responder's TIDs held
+    /// (`tests/write_requester.rs`:
+    /// `a_write_resp_from_before_a_resync_is_renumbered`).
+    pub(crate) fn after_resync(
+        &mut self,
+        mut seg: tid_flow::RemoteSegment,
+    ) -> tid_flow::RemoteSegment {
+        let Some((generation, next)) = self.resync_numbering else {
+            return seg;
+        };
+        if generation_before(seg.generation, generation) {
+            seg.generation = generation;
+            seg.spsn = next;
+            self.stats.stale_write_resps += 1;
+        } else if seg.generation != generation {
+            self.resync_numbering = None;
+            return seg;
+        }
+        self.resync_numbering = Some((generation, seg.spsn.saturating_add(seg.npkts)));
+        seg
+    }
+
     /// TID WRITEs started and not completed.
     pub fn started(&self) -> u32 {
         self.n_tid_requests
@@ -327,4 +372,11 @@ impl<P: FlowPlatform> Requester<P> {
     pub fn write_state(&self) -> &WriteState {
         &self.write
     }
+}
+
+/// True if generation `a` comes before `b` in the 20-bit serial order.
+fn generation_before(a: hfi1_hal::Generation, b: hfi1_hal::Generation) -> bool {
+    const BITS: u32 = 20;
+    let d = b.get().wrapping_sub(a.get()) & ((1 << BITS) - 1);
+    d != 0 && d < 1 << (BITS - 1)
 }

@@ -97,6 +97,10 @@ impl<P: FlowPlatform> Requester<P> {
             length: len,
             npkts: div_round_up_mtu(len, pmtu).max(1),
         };
+        let seg = self.write.after_resync(seg);
+        let Some(t) = self.sq.get_mut(cur).and_then(|w| w.tid_write_mut()) else {
+            return WriteRespVerdict::Dropped;
+        };
         if t.req.push_remote(seg, psn == wpsn).is_err() {
             self.write.stats.write_resps_dropped += 1;
             return WriteRespVerdict::Dropped;
