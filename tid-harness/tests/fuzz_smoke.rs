@@ -244,6 +244,15 @@ fn replay(open: bool) -> usize {
 ///   segment now takes the next sequences of the new generation, as the
 ///   responder renumbered it (`tests/write_requester.rs`:
 ///   `a_write_resp_from_before_a_resync_is_renumbered`).
+/// - `write_pair/restart-past-a-write-resends-it-empty` (two QPs; the
+///   kernel's own behaviour, kept): a WRITE_RESP taken while the
+///   WRITE_REQ was being resent leaves the RC retry timer running
+///   (`do_rc_ack()`'s resend branch), its expiry restarts past the
+///   WRITE's last PSN, `reset_psn()` resumes the WRITE with nothing left
+///   and a zero-length WRITE_REQ goes out, which the responder NAKs
+///   invalid. The requester counts it (`empty_write_req_resends`), the
+///   interpreter allows the completion through `kernel_allows`, and with
+///   that rule taken out the replay fails.
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

@@ -228,6 +228,17 @@ impl World {
         }
     }
 
+    /// Whether requester `i` resent a WRITE_REQ for no bytes (see
+    /// [`Self::kernel_allows`]).
+    fn empty_write_req(&self, i: usize) -> bool {
+        let Some(qp) = self.nodes.requesters.get(i) else {
+            return false;
+        };
+        let mut root = LockToken::root();
+        let g = qp.s_lock.lock(&mut root);
+        g.ext.requester.write_state().stats.empty_write_req_resends > 0
+    }
+
     /// Whether a duplicate WRITE_REQ moved responder `i`'s send pointer
     /// past an entry not fully answered (see [`Self::kernel_allows`]).
     fn pointer_skipped(&self, i: usize) -> bool {
@@ -268,6 +279,11 @@ impl World {
     ///   from its own entry in 6.1 (`tid_rdma_rcv_error()`), the entries
     ///   it passes get no WRITE_RESP, and the requester's resends of the
     ///   first of them find it unanswered until its retries run out;
+    /// - invalid request (a TID WRITE) after requester `i` resent a
+    ///   WRITE_REQ for no bytes: its retry timer, left running by a
+    ///   WRITE_RESP taken during a resend (6.1's `do_rc_ack()`), restarted
+    ///   past the WRITE's last PSN, and 6.1's `reset_psn()` resumes that
+    ///   WRITE, whose rest is empty; the responder NAKs a zero length;
     /// - anything, once responder `i`'s reap timer was fired early and
     ///   errored its QP ([`Mode::WritePair`]: the schedule withheld the
     ///   data past the timer, and the requester then sees NAKs or
@@ -282,7 +298,8 @@ impl World {
             WcStatus::RetryExceeded => {
                 queue || self.faults > u64::from(self.cfg.retry_cnt) || self.pointer_skipped(i)
             }
-            WcStatus::RemoteOperational | WcStatus::RemoteInvalidRequest => queue,
+            WcStatus::RemoteInvalidRequest => queue || self.empty_write_req(i),
+            WcStatus::RemoteOperational => queue,
             _ => false,
         }
     }

@@ -140,6 +140,11 @@ counters! {
         pub write_reqs,
         /// WRITE_REQs sent again after a restart.
         pub write_req_resends,
+        /// WRITE_REQ resends for no bytes: a restart past the WRITE's
+        /// last PSN (every WRITE_RESP in, data not yet acknowledged) at a
+        /// WRITE the send engine then resumes, as 6.1's `reset_psn()` and
+        /// `hfi1_make_rc_req()` do; the responder NAKs it invalid.
+        pub empty_write_req_resends,
         /// Plain RDMA WRITE packets sent.
         pub plain_packets,
         /// WRITE_RESPs taken.

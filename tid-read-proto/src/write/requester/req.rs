@@ -144,6 +144,10 @@ impl<P: FlowPlatform> Requester<P> {
         t.state = TidReqState::Resend;
         t.comp_seg = u32::try_from(psn.delta(wpsn)).unwrap_or(0);
         let remaining = length.saturating_sub(t.comp_seg.saturating_mul(t.req.seg_len));
+        if remaining == 0 {
+            // Kept as 6.1 builds it (see the counter's doc).
+            self.write.stats.empty_write_req_resends += 1;
+        }
         self.send_write_req(env, sink, i, psn, remaining)?;
         self.psn = lpsn.add(1);
         self.s_state = SendState::Start;
