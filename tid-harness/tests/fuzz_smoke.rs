@@ -252,7 +252,10 @@ fn replay(open: bool) -> usize {
 ///   and a zero-length WRITE_REQ goes out, which the responder NAKs
 ///   invalid. The requester counts it (`empty_write_req_resends`), the
 ///   interpreter allows the completion through `kernel_allows`, and with
-///   that rule taken out the replay fails.
+///   that rule taken out the replay fails. Its twin
+///   `restart-past-a-write-resends-it-empty-nak-dropped` (one QP) ends
+///   `RETRY_EXC_ERR`: the responder drops that NAK while a READ's
+///   responses are pending, as its NAK rule says.
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

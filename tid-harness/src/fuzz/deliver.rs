@@ -279,11 +279,13 @@ impl World {
     ///   from its own entry in 6.1 (`tid_rdma_rcv_error()`), the entries
     ///   it passes get no WRITE_RESP, and the requester's resends of the
     ///   first of them find it unanswered until its retries run out;
-    /// - invalid request (a TID WRITE) after requester `i` resent a
-    ///   WRITE_REQ for no bytes: its retry timer, left running by a
-    ///   WRITE_RESP taken during a resend (6.1's `do_rc_ack()`), restarted
-    ///   past the WRITE's last PSN, and 6.1's `reset_psn()` resumes that
-    ///   WRITE, whose rest is empty; the responder NAKs a zero length;
+    /// - invalid request or retry exceeded (a TID WRITE) after requester
+    ///   `i` resent a WRITE_REQ for no bytes: its retry timer, left
+    ///   running by a WRITE_RESP taken during a resend (6.1's
+    ///   `do_rc_ack()`), restarted past the WRITE's last PSN, and 6.1's
+    ///   `reset_psn()` resumes that WRITE, whose rest is empty; the
+    ///   responder NAKs a zero length, and drops that NAK while responses
+    ///   are pending (then the requester's retries run out);
     /// - anything, once responder `i`'s reap timer was fired early and
     ///   errored its QP ([`Mode::WritePair`]: the schedule withheld the
     ///   data past the timer, and the requester then sees NAKs or
@@ -296,7 +298,10 @@ impl World {
         match status {
             WcStatus::Flushed => true,
             WcStatus::RetryExceeded => {
-                queue || self.faults > u64::from(self.cfg.retry_cnt) || self.pointer_skipped(i)
+                queue
+                    || self.faults > u64::from(self.cfg.retry_cnt)
+                    || self.pointer_skipped(i)
+                    || self.empty_write_req(i)
             }
             WcStatus::RemoteInvalidRequest => queue || self.empty_write_req(i),
             WcStatus::RemoteOperational => queue,
