@@ -379,9 +379,10 @@ impl<P: FlowPlatform> Requester<P> {
     }
 }
 
-/// True if generation `a` comes before `b` in the 20-bit serial order.
+/// True if generation `a` comes before `b` in the generations' serial
+/// order (half the space ahead).
 fn generation_before(a: hfi1_hal::Generation, b: hfi1_hal::Generation) -> bool {
-    const BITS: u32 = 20;
-    let d = b.get().wrapping_sub(a.get()) & ((1 << BITS) - 1);
-    d != 0 && d < 1 << (BITS - 1)
+    use hfi1_hal::consts::GENERATION_MASK;
+    let d = b.get().wrapping_sub(a.get()) & GENERATION_MASK;
+    d != 0 && d <= GENERATION_MASK / 2
 }
