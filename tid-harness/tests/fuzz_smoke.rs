@@ -256,6 +256,16 @@ fn replay(open: bool) -> usize {
 ///   `restart-past-a-write-resends-it-empty-nak-dropped` (one QP) ends
 ///   `RETRY_EXC_ERR`: the responder drops that NAK while a READ's
 ///   responses are pending, as its NAK rule says.
+/// - `write_pair/interlocked-read-never-sent` (two QPs; a deviation from
+///   6.1, fixed): an RC retry expiry and a TID retry expiry in one step
+///   backed QP 0's send state up to its TID WRITE (`TID_OP(WRITE_RESP)`)
+///   while the RESYNC halted the first leg; the RESYNC's ACK completed
+///   the WRITE and moved `s_cur` to the plain READ interlocked behind it,
+///   not yet started, with the resend state kept, so the send engine
+///   sent nothing, no timer ran and the drain ended stuck. A completion
+///   that leaves nothing started after it now resets the send state
+///   (`tests/write_requester.rs`:
+///   `a_write_completing_under_a_restart_lets_the_read_behind_it_go`).
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it
@@ -266,14 +276,7 @@ fn fuzz_regressions() {
 }
 
 /// Replays the open findings (`regressions/*/open-*`), inputs whose bug
-/// is not fixed yet. Kept today:
-/// `write_pair/open-interlocked-read-never-sent` (two QPs; found after
-/// 55 s of the hour on main d74c163, not yet traced): QP 0's TID WRITE
-/// completes after a RESYNC and retry-timer restarts, and the plain READ
-/// posted behind it (it had waited on the WRITE interlock) is never sent:
-/// the requester is left with `RVT_S_SEND_ONE` set, no timer running and
-/// the interlock flag clear, so nothing schedules its send engine and the
-/// fault-free drain ends stuck. Run by hand while fixing one
+/// is not fixed yet (none today). Run by hand while fixing one
 /// (`cargo test -p tid-harness --features std --test fuzz_smoke --
 /// --ignored`); once it passes every check, rename it without `open-`
 /// and say in [`fuzz_regressions`]'s list what it pins.

@@ -568,6 +568,57 @@ fn read_after_unfinished_tid_write_waits() {
     assert_eq!(frame::parse(&out[0]).unwrap().bth.psn, Psn::new(8));
 }
 
+/// Kernel: `do_rc_completion()` and the `TID_OP(WRITE_RESP)` case of
+/// `hfi1_make_rc_req()`. A TID WRITE with a plain READ interlocked behind
+/// it: an RNR NAK (a late one, the WRITE_RESP already taken) backs the
+/// send state up to the WRITE (`TID_OP(WRITE_RESP)`, `s_cur` at it) while
+/// the RNR timer holds the send engine; the TID ACK then completes the
+/// WRITE, which moves `s_cur` on to the READ, the next request not yet
+/// started. When the RNR timer fires, the READ request goes out.
+///
+/// Deviation from 6.1, whose completion resets the send state only when
+/// a started request follows: the state names the WRITE's resend while
+/// `s_cur` is at the READ, and 6.1's send engine would build a WRITE_REQ
+/// from the READ's WQE. With the send state kept (checked), nothing was
+/// sent, no timer ran and the READ never went: the fuzz world's
+/// `write_pair` input `interlocked-read-never-sent` (an RC retry expiry
+/// and a TID retry expiry in one step) ended that way.
+#[test]
+fn a_write_completing_under_a_restart_lets_the_read_behind_it_go() {
+    let mut w = world();
+    let src = w.source(0x1000, SEG, REMOTE);
+    let dst = w.source(0x9000, 8192, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    w.post_read(2, &dst);
+    assert_eq!(only_write_req(&w.first_leg(), 7), (REMOTE, SEG));
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    assert_eq!(w.second_leg().len(), 64);
+    let mut root = LockToken::root();
+    let mut g = w.qp.s_lock.lock(&mut root);
+    let rnr = aeth::Repr {
+        syndrome: 0x22,
+        msn: 0,
+    };
+    let _ = qp::receive_ack(&w.rcd, &w.qp, &mut g, Psn::new(8), &rnr);
+    assert!(g.ext.requester.rnr_timer().is_armed());
+    drop(g);
+    assert!(w.first_leg().is_empty());
+    assert!(matches!(
+        w.tid_ack(7, 63, false),
+        TidAckVerdict::Acked { completed: 1, .. }
+    ));
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+    // The RNR timer still holds the send engine.
+    assert!(w.first_leg().is_empty());
+    let mut g = w.qp.s_lock.lock(&mut root);
+    assert!(qp::rnr_timeout(&w.rcd, &w.qp, &mut g));
+    drop(g);
+    let out = w.first_leg();
+    assert_eq!(out.len(), 1);
+    let f = frame::parse(&out[0]).unwrap();
+    assert_eq!((f.bth.opcode, f.bth.psn), (0x0C, Psn::new(8)));
+}
+
 /// Kernel: the checks of `hfi1_rc_rcv_tid_rdma_write_resp()` and
 /// `hfi1_rc_rcv_tid_rdma_ack()`. Bad input is dropped or fails the QP
 /// with a status, never panics: a WRITE_RESP before any WRITE_REQ, one

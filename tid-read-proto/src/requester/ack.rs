@@ -420,6 +420,15 @@ impl<P: FlowPlatform> Requester<P> {
     /// records are freed, the retry budget refills, `s_last_psn` moves to
     /// its last PSN (not for a TID WRITE) and `s_acked` past it. Kernel:
     /// `do_rc_completion()`.
+    ///
+    /// Deviation: when `s_cur` moves on with `s_acked` to a request not
+    /// started yet, the send state becomes "start the request at
+    /// `s_cur`". 6.1 resets it only when a started request follows; a
+    /// restart's state (`TID_OP(WRITE_RESP)` for a TID WRITE) is then
+    /// kept for the next request, whose WQE 6.1 would use to build a
+    /// WRITE_REQ, and here nothing was sent: a READ interlocked behind the
+    /// WRITE never went (`tests/write_requester.rs`,
+    /// `a_write_completing_under_a_restart_lets_the_read_behind_it_go`).
     pub(crate) fn rc_completion(&mut self, env: &Env<'_, '_, P>, i: u32) {
         let (lpsn, tid_write) = match self.sq.get_mut(i) {
             Some(w) => {
@@ -447,6 +456,11 @@ impl<P: FlowPlatform> Requester<P> {
                     self.s_state = SendState::Start;
                     self.psn = next.psn;
                 }
+            } else {
+                // Deviation: nothing is left to resend, so whatever resend
+                // the send state named (a restart backed it up to the
+                // request that just completed) is over.
+                self.s_state = SendState::Start;
             }
         } else {
             self.sq.acked = self.sq.acked.wrapping_add(1);

@@ -36,6 +36,11 @@
 //!   fabric held back) is numbered into the new generation after the
 //!   segments already there, as the responder renumbered it
 //!   (`WriteState::after_resync`); 6.1 keeps its old generation.
+//! - A TID WRITE that completes while a restart's send state names its
+//!   resend (`TID_OP(WRITE_RESP)`), with no request started after it,
+//!   leaves the send state at "start the next request"; 6.1 keeps the
+//!   resend state for the next WQE, whatever it is
+//!   (`Requester::rc_completion`).
 //!
 //! # Locking
 //!
