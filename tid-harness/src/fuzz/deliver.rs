@@ -231,23 +231,17 @@ impl World {
     /// Whether requester `i` resent a WRITE_REQ for no bytes (see
     /// [`Self::kernel_allows`]).
     fn empty_write_req(&self, i: usize) -> bool {
-        let Some(qp) = self.nodes.requesters.get(i) else {
-            return false;
-        };
-        let mut root = LockToken::root();
-        let g = qp.s_lock.lock(&mut root);
-        g.ext.requester.write_state().stats.empty_write_req_resends > 0
+        counted(&self.nodes.requesters, i, |qp| {
+            qp.requester.write_state().stats.empty_write_req_resends
+        })
     }
 
     /// Whether a duplicate WRITE_REQ moved responder `i`'s send pointer
     /// past an entry not fully answered (see [`Self::kernel_allows`]).
     fn pointer_skipped(&self, i: usize) -> bool {
-        let Some(qp) = self.nodes.responders.get(i) else {
-            return false;
-        };
-        let mut root = LockToken::root();
-        let g = qp.s_lock.lock(&mut root);
-        g.ext.write_responder.stats.send_pointer_skips > 0
+        counted(&self.nodes.responders, i, |qp| {
+            qp.write_responder.stats.send_pointer_skips
+        })
     }
 
     /// Whether the kernel lets QP `i`'s oldest unfinished request end with
@@ -308,4 +302,19 @@ impl World {
             _ => false,
         }
     }
+}
+
+/// Whether the counter `count` reads from QP `i` of `qps` (under its
+/// `s_lock`) is above zero; false if there is no such QP.
+fn counted(
+    qps: &[crate::platform::SoftQp],
+    i: usize,
+    count: impl FnOnce(&tid_read_proto::qp::TidQp<crate::platform::SoftPlatform>) -> u64,
+) -> bool {
+    let Some(qp) = qps.get(i) else {
+        return false;
+    };
+    let mut root = LockToken::root();
+    let g = qp.s_lock.lock(&mut root);
+    count(&g.ext) > 0
 }
