@@ -266,6 +266,16 @@ fn replay(open: bool) -> usize {
 ///   that leaves nothing started after it now resets the send state
 ///   (`tests/write_requester.rs`:
 ///   `a_write_completing_under_a_restart_lets_the_read_behind_it_go`).
+/// - `write_pair/late-copy-of-a-taken-resync` (one QP, a 64-segment
+///   WRITE of 4 KiB segments; a deviation from 6.1, fixed): a copy of a
+///   RESYNC held back by the fabric reached the responder after the
+///   RESYNC's ACK and a segment in the new generation; 6.1 takes it
+///   again, numbering the segments left from sequence 0 of the same
+///   generation, onto the one received; the next RESYNC ACK then counted
+///   that segment's packet for the following one, which the requester
+///   renumbered to no packets, and its second leg could not build a
+///   packet. The responder now ignores such a copy (`stale_resyncs`;
+///   `tests/write_responder.rs`: `a_late_copy_of_a_taken_resync_is_ignored`).
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

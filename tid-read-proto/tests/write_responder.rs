@@ -791,6 +791,71 @@ fn resync_moves_the_flow_and_its_ack_names_the_unacked_segment() {
     n.done();
 }
 
+/// A copy of a RESYNC the fabric held back reaches the responder after
+/// the RESYNC was taken, its ACK sent and the renumbered segment received
+/// in the new generation: it names the flow's current generation, as a
+/// resent RESYNC after a lost ACK does, but a segment of that generation
+/// has come since, so it is ignored (counted `stale_resyncs`, no ACK
+/// owed, the flow left where it is). Kernel:
+/// `hfi1_rc_rcv_tid_rdma_resync()` (see the deviation in
+/// `receive_resync`).
+///
+/// Fails with 6.1's rule (checked: the copy is taken, `Resynced`, and its
+/// ACK owed). In the fuzz world (`write_pair/late-copy-of-a-taken-resync`)
+/// the copy's renumbering put the next segments onto the sequences of the
+/// one received, the requester renumbered one of them to no packets and
+/// its second leg could not build it.
+#[test]
+fn a_late_copy_of_a_taken_resync_is_ignored() {
+    let mut n = Node::new(64, 256);
+    let total = 3 * SEG;
+    assert_eq!(
+        n.write_req(100, BASE, total, RKEY),
+        WriteReqVerdict::Accepted
+    );
+    let resps = n.resps();
+    assert_eq!(resps.len(), 3);
+    assert_eq!(
+        n.send_segment(&resps[0], 0, total, BASE),
+        [DataVerdict::SegmentDone]
+    );
+    assert!(n.tid_ack().is_some());
+    let g = resps[1].hdr.flow_psn.generation();
+    let lost = n.send_flow(&resps[1], (1, total, BASE), resps[1].hdr.flow_psn, |i| {
+        i < 63
+    });
+    assert!(lost.iter().all(|(_, _, v)| v.is_none()));
+    let rpsn = resync::psn_before(g.next()).get();
+    assert_eq!(n.resync(rpsn), ResyncVerdict::Resynced);
+    assert!(n.tid_ack().is_some(), "the RESYNC ACK");
+    let again = n.send_flow(
+        &resps[1],
+        (1, total, BASE),
+        FlowPsn::new(g.next(), 0),
+        |_| true,
+    );
+    let verdicts: Vec<_> = again.iter().filter_map(|(_, _, v)| *v).collect();
+    assert_eq!(verdicts, [DataVerdict::SegmentDone]);
+    assert!(n.tid_ack().is_some(), "the segment's ACK");
+    assert_eq!(n.resync(rpsn), ResyncVerdict::Ignored, "a late copy");
+    assert!(n.tid_ack().is_none(), "no ACK for the copy");
+    // The last segment keeps the sequences the RESYNC gave it, after
+    // the 64 of the one received.
+    assert_eq!(n.with_w(|t| t.flow.generation), g.next());
+    let last = n.send_flow(
+        &resps[2],
+        (2, total, BASE),
+        FlowPsn::new(g.next(), 64),
+        |_| true,
+    );
+    let verdicts: Vec<_> = last.iter().filter_map(|(_, _, v)| *v).collect();
+    assert_eq!(verdicts, [DataVerdict::RequestDone]);
+    check_placed(&n, 0, u64::from(total));
+    let s = n.with_w(|t| t.write_responder.stats);
+    assert_eq!((s.resyncs, s.stale_resyncs, s.resync_acks), (1, 1, 1));
+    n.done();
+}
+
 /// A lost WRITE_RESP, and the requester's go-back-N resend of the
 /// WRITE_REQ (its RC retry restarts from the request's first PSN): the
 /// responder finds the entry behind `r_psn`, rewinds it to the segment the

@@ -73,9 +73,11 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             }
             f.psns.r_next_psn = next;
             self.w.r_next_psn_kdeth = next;
+            self.w.data_generation = Some(f.psns.generation);
             return DataVerdict::InSequence;
         }
         f.psns.r_next_psn = next;
+        self.w.data_generation = Some(f.psns.generation);
         let resend_here = self
             .w
             .entries

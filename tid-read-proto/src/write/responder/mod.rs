@@ -42,6 +42,11 @@
 //!   duplicate that rewound that pointer made 6.1 leave a later WRITE's
 //!   segment in the old generation, and a later RESYNC put another
 //!   WRITE's data into its buffer (`resync`).
+//! - A RESYNC naming the flow's current generation is ignored once a
+//!   segment of that generation has been received since the last one
+//!   taken (a copy the fabric held back, not a resend after a lost ACK);
+//!   6.1 takes it and numbers the segments left onto sequences the
+//!   requester had already used (`resync`, `stale_resyncs`).
 //! - A duplicate WRITE_REQ's rewind keeps the segment it names within the
 //!   allocated, unreceived ones and moves the resend position and the
 //!   count of responses sent together (`dup`); 6.1 could leave them apart
@@ -148,6 +153,10 @@ counters! {
         pub resyncs_ignored,
         /// RESYNC ACKs sent.
         pub resync_acks,
+        /// Copies of a RESYNC already taken, ignored because data of the
+        /// generation it names has come (a deviation from 6.1, see
+        /// `receive_resync`).
+        pub stale_resyncs,
         /// WRITE_DATA the chip delivered with a flow sequence error.
         pub seq_errors,
         /// WRITE_DATA the chip delivered with a generation error.
@@ -270,6 +279,9 @@ pub struct WriteResponder<P: FlowPlatform> {
     r_next_psn_kdeth_save: FlowPsn,
     /// A RESYNC ACK is owed. Kernel: `qpriv->resync`.
     resync: bool,
+    /// The generation of the last WRITE_DATA that came in order. Not in
+    /// 6.1 (see `receive_resync`).
+    data_generation: Option<hfi1_hal::Generation>,
     /// What the owed RESYNC ACK reports as received: the last PSN the
     /// oldest receiving segment got in order (see `resync`).
     resync_report: Option<FlowPsn>,
@@ -328,6 +340,7 @@ impl<P: FlowPlatform> WriteResponder<P> {
             r_next_psn_kdeth: FlowPsn::default(),
             r_next_psn_kdeth_save: FlowPsn::default(),
             resync: false,
+            data_generation: None,
             resync_report: None,
             save_valid: false,
             flags: TidFlags::empty(),

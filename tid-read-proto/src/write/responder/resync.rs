@@ -47,6 +47,24 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
     /// Receives a RESYNC with BTH PSN `psn`. Kernel:
     /// `hfi1_rc_rcv_tid_rdma_resync()`.
     ///
+    /// Deviation from 6.1: a RESYNC naming the flow's current generation
+    /// is ignored (`stale_resyncs`) once WRITE_DATA of that generation has
+    /// come in order. Such a RESYNC is taken again when its ACK was lost:
+    /// the requester, halted, has sent nothing in the new generation, so
+    /// none of its data has come. When some has, the RESYNC is a copy of
+    /// the one already taken that the fabric held back. 6.1 takes it: the
+    /// flow goes back to sequence 0 of the same generation and the
+    /// segments not yet received are numbered from there again, onto the
+    /// sequences the requester had already used for the segment received
+    /// since. The next RESYNC ACK then counted that segment's packet as
+    /// part of the following one, which the requester renumbered to no
+    /// packets and could not send (`tests/write_responder.rs`:
+    /// `a_late_copy_of_a_taken_resync_is_ignored`; the fuzz input
+    /// `write_pair/late-copy-of-a-taken-resync`). A generation the flow
+    /// entered otherwise (a new flow, or one moved on to give held TIDs
+    /// back) has had none of its data yet when the requester first names
+    /// it, so that RESYNC is taken.
+    ///
     /// # Locking
     ///
     /// `r_lock` (`_intr`) and the QP's `s_lock` held; takes `exp_lock`
@@ -67,6 +85,10 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
         let previous = Generation::masked(next.get().wrapping_sub(1));
         if (generation != next && generation != previous) || self.w.resync {
             self.w.stats.resyncs_ignored += 1;
+            return ResyncVerdict::Ignored;
+        }
+        if generation == current && self.w.data_generation == Some(current) {
+            self.w.stats.stale_resyncs += 1;
             return ResyncVerdict::Ignored;
         }
         self.w.resync_report = self.oldest_received();
