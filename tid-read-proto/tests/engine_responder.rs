@@ -501,3 +501,82 @@ fn stale_duplicates_fill_the_ack_queue_as_in_the_kernel() {
     drop(g);
     assert_eq!(mrs.refs(), 0);
 }
+
+/// A QP put in the error state by its requester side (the retry budget
+/// spent: `rvt_error_qp()` from the send side, which leaves the
+/// responder's ack queue alone) still holds the region reference of a
+/// READ it had accepted. The next request that reaches it is dropped and
+/// counted, and the reference is given back then; the one after that is
+/// counted too. Kernel: the receive path's state check
+/// (`RVT_PROCESS_RECV_OK`).
+#[test]
+fn a_request_in_the_error_state_is_dropped_and_gives_the_references_back() {
+    let qp = responder(true);
+    let mrs = mrs();
+    assert_eq!(
+        deliver(&qp, &req(100, 1, 2, 8192, RKEY, BASE), &mrs),
+        ReqVerdict::Accepted
+    );
+    assert_eq!(mrs.refs(), 1);
+    let mut root = LockToken::root();
+    // What the requester's error path does to the QP's state.
+    qp.s_lock.lock(&mut root).ext.state = QpState::Error;
+    assert_eq!(mrs.refs(), 1, "the responder's entry still holds it");
+    for n in 1..=2 {
+        assert_eq!(
+            deliver(&qp, &req(101, 1, 2, 8192, RKEY, BASE), &mrs),
+            ReqVerdict::Refused(None)
+        );
+        let g = qp.s_lock.lock(&mut root);
+        assert_eq!(g.ext.responder.stats.dropped_in_error, n);
+        assert_eq!(g.ext.responder.mr_refs(), 0);
+    }
+    assert_eq!(mrs.refs(), 0, "given back by the first dropped request");
+    assert!(send_all(&qp, &mrs).is_empty(), "nothing is sent");
+}
+
+/// A plain RDMA READ of one page at PSN `psn`.
+fn plain(qp: &SoftQp, psn: u32, mrs: &Regions) -> ReqVerdict {
+    let mut root = LockToken::root();
+    let mut g = qp.s_lock.lock(&mut root);
+    let r = tid_read_proto::wire::reth::Repr {
+        vaddr: BASE,
+        rkey: RKEY,
+        length: 4096,
+    };
+    qp::receive_plain_read::<SoftPlatform>(&mut g, Psn::new(psn), &r, mrs)
+}
+
+/// The queue full of TID READs, every one answered: a duplicate of the
+/// oldest re-arms it and moves the send pointer back to it, and with it
+/// the acknowledged pointer (they were together), so the slot after the
+/// head holds an entry waiting to be sent again. A new plain READ, whose
+/// room is counted from the acknowledged pointer, then finds none and
+/// errors the QP (INVALID_REQUEST), as 6.1's queue-full rule does.
+/// Kernel: the end of `tid_rdma_rcv_error()` (`s_acked_ack_queue`
+/// follows `s_tail_ack_queue` back when they were equal) and the RDMA
+/// READ case of `hfi1_rc_rcv()` (`next == s_acked_ack_queue` with the
+/// entry not sent). With the acknowledged pointer left where it was
+/// (checked), the new READ was accepted into the slot being resent.
+#[test]
+fn a_duplicate_rewinds_the_acknowledged_pointer_with_the_send_pointer() {
+    let qp = responder(true);
+    let mrs = mrs();
+    let mut psn = 100;
+    for _ in 0..ACK_QUEUE_ENTRIES - 1 {
+        assert_eq!(
+            deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
+            ReqVerdict::Accepted
+        );
+        psn += 1;
+    }
+    assert_eq!(send_all(&qp, &mrs).len(), ACK_QUEUE_ENTRIES - 1);
+    assert_eq!(
+        deliver(&qp, &req(100, 1, 1, 4096, RKEY, BASE), &mrs),
+        ReqVerdict::Restarted
+    );
+    assert_eq!(
+        plain(&qp, psn, &mrs),
+        ReqVerdict::Refused(Some(NakCode::InvalidRequest))
+    );
+}

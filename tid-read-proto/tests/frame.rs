@@ -38,8 +38,10 @@ fn accepted_request() -> ([TidEntry; 3], Accepted) {
         seg_len: 24 * 1024,
         len: 24 * 1024,
     });
+    // Header and entries: never empty, as its length says.
+    assert!(!req.is_empty());
     let mut body = vec![0u8; req.len()];
-    req.emit(&mut body).unwrap();
+    assert_eq!(req.emit(&mut body).unwrap(), req.len());
     let p = tid_read_proto::wire::read_req::Packet::new_checked(&body[..]).unwrap();
     let header = tid_read_proto::wire::read_req::Repr::parse(&p).unwrap();
     let qp = QpView {

@@ -856,6 +856,36 @@ fn a_late_copy_of_a_taken_resync_is_ignored() {
     n.done();
 }
 
+/// A WRITE_REQ behind `r_psn` whose PSN names a plain READ entry (no
+/// TID WRITE there: a forged or misdirected packet) is dropped and
+/// counted, not taken as a duplicate of a TID WRITE.
+/// Deviation from 6.1, which would handle it by the entry's opcode (the
+/// module doc's list). With every entry taken for a TID WRITE (checked:
+/// `Responder::is_write` always true) it was handled as a duplicate of
+/// one.
+#[test]
+fn a_write_req_naming_a_read_entry_is_dropped() {
+    let mut n = Node::new(64, 256);
+    let mut root = LockToken::root();
+    {
+        let mut g = n.qp.s_lock.lock(&mut root);
+        g.ext.conn.remote_read = true;
+        // Zero bytes: no region needed (this node's table lends none for
+        // reading).
+        let r = tid_read_proto::wire::reth::Repr {
+            vaddr: 0,
+            rkey: 0,
+            length: 0,
+        };
+        let v = qp::receive_plain_read::<SoftPlatform>(&mut g, Psn::new(100), &r, &n.wmrs);
+        assert_eq!(v, tid_read_proto::responder::ReqVerdict::Accepted);
+    }
+    assert_eq!(n.write_req(101, BASE, SEG, RKEY), WriteReqVerdict::Accepted);
+    assert_eq!(n.write_req(100, BASE, SEG, RKEY), WriteReqVerdict::Dropped);
+    let s = n.with_w(|t| t.write_responder.stats);
+    assert_eq!((s.duplicates, s.duplicates_dropped), (0, 1));
+}
+
 /// A lost WRITE_RESP, and the requester's go-back-N resend of the
 /// WRITE_REQ (its RC retry restarts from the request's first PSN): the
 /// responder finds the entry behind `r_psn`, rewinds it to the segment the
