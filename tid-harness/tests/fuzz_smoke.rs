@@ -276,6 +276,17 @@ fn replay(open: bool) -> usize {
 ///   renumbered to no packets, and its second leg could not build a
 ///   packet. The responder now ignores such a copy (`stale_resyncs`;
 ///   `tests/write_responder.rs`: `a_late_copy_of_a_taken_resync_is_ignored`).
+/// - `write_pair/write-resp-from-a-resync-whose-ack-was-lost` (one QP,
+///   one TID group each side, 4 KiB segments; a deviation from 6.1,
+///   fixed): the ACK of a first RESYNC was dropped behind a second; the
+///   WRITE_RESPs the responder built after the first named its
+///   generation, between the old one and the second RESYNC's, and the
+///   second RESYNC ACK counted them from the old generation's PSNs (2048
+///   packets more); the next segments started on their sequences, an ACK
+///   acknowledged a segment never received, and the responder RNR-NAKed
+///   the rest for ever. Such a segment now keeps its own count
+///   (`tests/write_requester.rs`:
+///   `a_write_resp_from_a_resync_whose_ack_was_lost_keeps_its_packet_count`).
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

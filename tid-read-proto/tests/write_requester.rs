@@ -853,6 +853,68 @@ fn a_write_resp_during_a_resync_keeps_its_packet_count() {
     assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
 }
 
+/// A two-segment WRITE: the first segment's data sent, no TID ACK. The
+/// TID retry sends a RESYNC (naming `GEN + 1`) whose ACK is lost; the
+/// responder, which had the first segment's first 40 packets, took it:
+/// the first segment's last 24 became `GEN + 1`:0..23, and the second
+/// segment's WRITE_RESP it built then names `GEN + 1`:24. The next
+/// expiry's RESYNC names `GEN + 2`, after that newest segment; its ACK
+/// (the first 40 packets received) renumbers the 24 to `GEN + 2`:0..23
+/// and the second segment, with its own 64 packets, to 24..87; an ACK of
+/// 47 acknowledges nothing of it, the ACK of 87 completes the WRITE.
+/// Kernel: the RESYNC-ACK branch of `hfi1_rc_rcv_tid_rdma_ack()` (see
+/// the deviation in `resync_ack`).
+///
+/// Fails with only segments of the new generation keeping their count
+/// (checked): the second segment, in `GEN + 1`, is counted from the old
+/// generation's PSNs, 2048 packets more; its last PSN wraps to 47 and
+/// the ACK of 47 completes the WRITE (the fuzz input
+/// `write_pair/write-resp-from-a-resync-whose-ack-was-lost`, where the
+/// next segment then started on that one's sequences).
+#[test]
+fn a_write_resp_from_a_resync_whose_ack_was_lost_keeps_its_packet_count() {
+    let mut w = world();
+    w.first_of_segments_sent(2);
+    assert_eq!(w.tid_retry_expiry().len(), 1, "the first RESYNC");
+    assert_eq!(
+        w.write_resp_in(GEN + 1, 8, 24, &entries(64)),
+        WriteRespVerdict::Taken
+    );
+    let second = w.tid_retry_expiry();
+    assert_eq!(second.len(), 1, "the second RESYNC");
+    let f = frame::parse(&second[0]).unwrap();
+    assert_eq!(f.bth.psn.get(), (GEN + 1) << 11 | 0x7FF);
+    let newest = Generation::new(GEN + 2).unwrap();
+    let g = |seq| FlowPsn::new(newest, seq);
+    let resync = AckKind::Resync {
+        generation: newest,
+        saved: FlowPsn::new(Generation::new(GEN).unwrap(), 39),
+    };
+    let v = w.tid_ack_of(7, resync, 0x1F);
+    assert!(
+        matches!(v, TidAckVerdict::Acked { segments: 0, .. }),
+        "{v:?}"
+    );
+    let data = w.second_leg();
+    assert_eq!(data.len(), 24 + 64);
+    for (k, p) in data.iter().enumerate() {
+        let f = frame::parse(p).unwrap();
+        assert_eq!(f.bth.psn.get(), g(k as u32).raw());
+    }
+    let ack =
+        |w: &World, resp, seq| match w.tid_ack_of(resp, AckKind::Segment { last: g(seq) }, 0x1F) {
+            TidAckVerdict::Acked {
+                segments,
+                completed,
+            } => Some((segments, completed)),
+            _ => None,
+        };
+    assert_eq!(ack(&w, 7, 23), Some((1, 0)), "the first segment");
+    assert_eq!(ack(&w, 8, 47), Some((0, 0)), "the second's sequence 47");
+    assert_eq!(ack(&w, 8, 87), Some((1, 1)), "the second's last");
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+}
+
 /// A two-segment WRITE: the first segment's data sent, no TID ACK; the
 /// TID retry's RESYNC is answered (nothing received), the first segment
 /// goes again at `GEN + 1`:0..63; then the second segment's WRITE_RESP,

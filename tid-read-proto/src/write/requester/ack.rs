@@ -260,9 +260,11 @@ impl<P: FlowPlatform> Requester<P> {
     /// from there. Kernel: the RESYNC-ACK branch of
     /// `hfi1_rc_rcv_tid_rdma_ack()`.
     ///
-    /// Deviation from 6.1: a segment already in the new generation (its
-    /// WRITE_RESP came while the RESYNC was out, built by a responder that
-    /// had renumbered its segments) keeps its packet count. 6.1 counts it
+    /// Deviation from 6.1: a segment already in a later generation than
+    /// the PSNs being counted (its WRITE_RESP came while the RESYNC was
+    /// out, built by a responder that had renumbered its segments for this
+    /// RESYNC or for an earlier one whose ACK was lost) keeps its packet
+    /// count. 6.1 counts it
     /// as for the others, from the RESYNC ACK's PSN in the old generation
     /// to the segment's last PSN in the new one: about 2048 packets, whose
     /// last PSN wraps the 11-bit sequence onto the segment before it; a
@@ -321,10 +323,13 @@ impl<P: FlowPlatform> Requester<P> {
                     if let Some(f) = t.req.flow_mut(k) {
                         let lpsn = full(f.psns.generation, f.psns.lpsn);
                         // A segment whose WRITE_RESP the responder built
-                        // after it took the RESYNC is in the new
-                        // generation already, none of its packets sent:
-                        // it keeps its own count (see the deviation).
-                        let npkts = if f.psns.generation == generation {
+                        // after it took this RESYNC, or an earlier one
+                        // whose ACK never came, is in a later generation
+                        // than the PSNs being counted, none of its packets
+                        // received: it keeps its own count (see the
+                        // deviation).
+                        let counted = FlowPsn::from_raw(resync).generation();
+                        let npkts = if f.psns.generation != counted {
                             f.npkts
                         } else {
                             cmp(lpsn, resync).max(0).unsigned_abs()

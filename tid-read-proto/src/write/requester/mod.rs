@@ -29,9 +29,10 @@
 //!   oldest request `LOC_LEN_ERR` and errors the QP (6.1 errors the QP
 //!   with that status and flushes every request).
 //! - A RESYNC ACK's renumbering keeps the packet count of a segment
-//!   already in the new generation (its WRITE_RESP came while the RESYNC
-//!   was out); 6.1 counts it from the old generation's PSN, about 2048
-//!   packets, and its last PSN wraps (`ack`).
+//!   already in a later generation (its WRITE_RESP came while the RESYNC
+//!   was out, or after an earlier RESYNC whose ACK was lost); 6.1 counts
+//!   it from the old generation's PSN, about 2048 packets, and its last
+//!   PSN wraps (`ack`).
 //! - A WRITE_RESP from before a RESYNC whose ACK was taken (a copy the
 //!   fabric held back) is numbered into the new generation after the
 //!   segments already there, as the responder renumbered it
