@@ -490,7 +490,7 @@ fn run_end(pages: &[u64], mut i: usize, prev: u64) -> usize {
 /// `first`. A run of a power of two pages (most) is one set; any other is
 /// cut into chunks. No 512-page cap is needed: a run is at most 64 pages.
 #[inline(always)]
-fn emit_walk_run(
+pub(super) fn emit_walk_run(
     sets: &mut PageSets,
     mut idx: usize,
     mut len: usize,
@@ -517,7 +517,7 @@ fn emit_walk_run(
 /// The set of `count` pages from page `idx` at `addr`, as the walks make
 /// it: `idx` < 64 and `count` <= 64 (a segment holds at most 64 pages).
 #[inline(always)]
-const fn walk_set(idx: usize, count: usize, addr: u64) -> PageSet {
+pub(super) const fn walk_set(idx: usize, count: usize, addr: u64) -> PageSet {
     PageSet {
         idx: idx as u8,
         count: count as u16,
