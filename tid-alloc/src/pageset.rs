@@ -497,8 +497,20 @@ pub(super) fn emit_walk_run(
     first: u64,
 ) -> Result<(), AllocError> {
     let mut addr = first;
-    if len & len.wrapping_sub(1) == 0 {
+    // len without its lowest bit: 0 for a power of two, itself a power
+    // of two for a run of two chunks (3, 5, 6, ...).
+    let high = len & len.wrapping_sub(1);
+    if high == 0 {
         return push(sets, walk_set(idx, len, addr));
+    }
+    if high & high.wrapping_sub(1) == 0 {
+        // Both chunks pushed with one capacity check.
+        if sets.len() > sets.capacity().wrapping_sub(2) {
+            return Err(AllocError::TooManyPageSets);
+        }
+        push(sets, walk_set(idx, high, addr))?;
+        let low = addr.wrapping_add((high as u64) << PAGE_SHIFT);
+        return push(sets, walk_set(idx.wrapping_add(high), len ^ high, low));
     }
     loop {
         // The largest power of two not above len (len >= 1, and `| 1`
