@@ -402,6 +402,7 @@ pub fn find_phys_blocks_4k_into(pages: &[u64], sets: &mut PageSets) -> Result<()
     r
 }
 
+#[inline(always)]
 fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
     if pages.len() > MAX_SEGMENT_PAGES {
         return Err(AllocError::TooManyPages(pages.len()));
