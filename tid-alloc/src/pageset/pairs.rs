@@ -56,6 +56,7 @@ pub fn find_phys_blocks_8k_into(pages: &[u64], sets: &mut PageSets) -> Result<()
     r
 }
 
+#[inline(always)]
 pub(super) fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
     let n = pages.len();
     if n > MAX_SEGMENT_PAGES {
@@ -78,7 +79,7 @@ pub(super) fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocErr
 /// others are it + k pages; a chain that wraps past the top starts where
 /// the page check's top-bit alarm sends the walk to the exact check, as
 /// in the 4 KiB walk).
-#[inline(never)]
+#[inline(always)]
 fn walk_pairs_8k(sets: &mut PageSets, pages: &[u64]) -> Result<(), AllocError> {
     let n = pages.len();
     // Checked by the caller; repeated so the compiler knows the bound in
