@@ -90,7 +90,7 @@ fn walk_pairs_8k(sets: &mut PageSets, pages: &[u64]) -> Result<(), AllocError> {
     let mut seen = Seen::new();
     // Page index of the step (always even).
     let mut k = 0usize;
-    while let Some(&[v0, v1]) = pages.get(k..k.wrapping_add(2)) {
+    while let Some(&[v0, v1]) = pages.get(k..).and_then(<[u64]>::first_chunk) {
         seen.page(v0);
         if follows(v0, v1) {
             let end = chain_end(pages, k.wrapping_add(2), v1);
