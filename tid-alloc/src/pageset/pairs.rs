@@ -112,13 +112,19 @@ fn walk_pairs_8k(sets: &mut PageSets, pages: &[u64]) -> Result<(), AllocError> {
 }
 
 /// Emits a chain of `len` (even, 2..=64) pages from page `idx` at `first`
-/// and the filler its flush adds when its chunks are odd. The list is even
-/// before every step of the pair walk, so a chain of a power of two pages
-/// (one chunk) always takes a filler: both are pushed with one capacity
-/// check.
+/// and the filler its flush adds when its chunks are odd.
+///
+/// The list is even before every step of the pair walk (it starts empty,
+/// and every step adds an even number of sets), so a chain of a power of
+/// two pages (one chunk) always takes a filler: both are pushed with one
+/// capacity check and no parity test.
 #[inline(always)]
 fn emit_chain(sets: &mut PageSets, idx: usize, len: usize, first: u64) -> Result<(), AllocError> {
-    if len & len.wrapping_sub(1) == 0 && sets.len() % 2 == 0 {
+    debug_assert!(
+        sets.len() % 2 == 0,
+        "the pair walk's list is even between steps"
+    );
+    if len & len.wrapping_sub(1) == 0 {
         if sets.len() > sets.capacity().wrapping_sub(2) {
             return Err(AllocError::TooManyPageSets);
         }
