@@ -402,37 +402,33 @@ pub fn find_phys_blocks_4k_into(pages: &[u64], sets: &mut PageSets) -> Result<()
     r
 }
 
+#[inline(always)]
 fn walk_4k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
     if pages.len() > MAX_SEGMENT_PAGES {
         return Err(AllocError::TooManyPages(pages.len()));
     }
-    let Some((&first, rest)) = pages.split_first() else {
+    let Some(&first) = pages.first() else {
         return Ok(());
     };
     if let Some(r) = try_fast(sets, pages, one_run_4k, singles_4k) {
         return r;
     }
-    walk_runs_4k(sets, pages, first, rest)
+    walk_runs_4k(sets, pages, first)
 }
 
 /// The general case of [`walk_4k`]: every maximal run, cut into chunks.
 ///
 /// Each run is stepped over from its first page by comparing the pages
-/// that follow with the address the run predicts (`first + k · 4096`), two
-/// at a time while both continue it; only a run's first page is noted for
-/// validation (the others are it + k pages). A run that wraps past the top
-/// of the address space (and so holds a page 0) needs no test of its own:
-/// its at most 64 pages start at or above 2^64 - 64 · 4096, where
+/// that follow with the addresses the run predicts (`first + k · 4096`),
+/// four at a time while four are left; only a run's first page is noted
+/// for validation (the others are it + k pages). A run that wraps past the
+/// top of the address space (and so holds a page 0) needs no test of its
+/// own: its at most 64 pages start at or above 2^64 - 64 · 4096, where
 /// [`fast::Seen`]'s top-bit alarm sends the walk to the exact check.
 #[inline(always)]
-fn walk_runs_4k(
-    sets: &mut PageSets,
-    pages: &[u64],
-    first: u64,
-    rest: &[u64],
-) -> Result<(), AllocError> {
+fn walk_runs_4k(sets: &mut PageSets, pages: &[u64], first: u64) -> Result<(), AllocError> {
     // Checked by the caller; repeated so the compiler knows the bound in
-    // this loop (every index below 64).
+    // this loop (every run at most 64 pages).
     if pages.len() > MAX_SEGMENT_PAGES {
         return Err(AllocError::TooManyPages(pages.len()));
     }
@@ -443,49 +439,103 @@ fn walk_runs_4k(
     let mut seen = fast::Seen::new();
     let mut start = 0usize;
     let mut run_first = first;
-    // The pages after the current run's first.
-    let mut t = rest;
     loop {
-        t = run_end(run_first, t);
-        // The run is pages start..end.
-        let end = pages.len().wrapping_sub(t.len());
-        let len = end.wrapping_sub(start);
+        let end = run_end(pages, start.wrapping_add(1), run_first);
         seen.page(run_first);
-        let Some((&f, tail)) = t.split_first() else {
-            // Sets emitted from bad pages are dropped by the caller on
-            // error.
-            seen.verdict(pages)?;
-            emit_run(sets, start, len, run_first)?;
-            return pad_even(sets);
+        emit_walk_run(sets, start, end.wrapping_sub(start), run_first)?;
+        let Some(&f) = pages.get(end) else {
+            break;
         };
-        if len == 1 {
-            // The common case of scattered pages.
-            push(sets, single(start, run_first))?;
-        } else {
-            emit_run(sets, start, len, run_first)?;
-        }
         start = end;
         run_first = f;
-        t = tail;
+    }
+    // Sets emitted from bad pages are dropped by the caller on error.
+    seen.verdict(pages)?;
+    pad_even(sets)
+}
+
+/// The index after the run that page `i - 1` (at `prev`) belongs to, from
+/// page `i` on: the first page that is not its predecessor + 4096, or the
+/// list's end. Four pages a step while four are left, so the bound is
+/// tested once for four pages.
+#[inline(always)]
+fn run_end(pages: &[u64], mut i: usize, prev: u64) -> usize {
+    let mut expect = prev.wrapping_add(PAGE_BYTES);
+    while let Some(&[a, b, c, d]) = pages.get(i..i.wrapping_add(4)) {
+        if a != expect {
+            return i;
+        }
+        if b != expect.wrapping_add(PAGE_BYTES) {
+            return i.wrapping_add(1);
+        }
+        if c != expect.wrapping_add(2 * PAGE_BYTES) {
+            return i.wrapping_add(2);
+        }
+        if d != expect.wrapping_add(3 * PAGE_BYTES) {
+            return i.wrapping_add(3);
+        }
+        i = i.wrapping_add(4);
+        expect = expect.wrapping_add(4 * PAGE_BYTES);
+    }
+    while let Some(&a) = pages.get(i) {
+        if a != expect {
+            return i;
+        }
+        i = i.wrapping_add(1);
+        expect = expect.wrapping_add(PAGE_BYTES);
+    }
+    i
+}
+
+/// Emits one run of the walks: `len` (1..=64) pages from page `idx` at
+/// `first`. A run of a power of two pages (most) is one set; any other is
+/// cut into chunks. No 512-page cap is needed: a run is at most 64 pages.
+#[inline(always)]
+pub(super) fn emit_walk_run(
+    sets: &mut PageSets,
+    mut idx: usize,
+    mut len: usize,
+    first: u64,
+) -> Result<(), AllocError> {
+    let mut addr = first;
+    // len without its lowest bit: 0 for a power of two, itself a power
+    // of two for a run of two chunks (3, 5, 6, ...).
+    let high = len & len.wrapping_sub(1);
+    if high == 0 {
+        return push(sets, walk_set(idx, len, addr));
+    }
+    if high & high.wrapping_sub(1) == 0 {
+        // Both chunks pushed with one capacity check.
+        if sets.len() > sets.capacity().wrapping_sub(2) {
+            return Err(AllocError::TooManyPageSets);
+        }
+        push(sets, walk_set(idx, high, addr))?;
+        let low = addr.wrapping_add((high as u64) << PAGE_SHIFT);
+        return push(sets, walk_set(idx.wrapping_add(high), len ^ high, low));
+    }
+    loop {
+        // The largest power of two not above len (len >= 1, and `| 1`
+        // keeps its log while telling the compiler it is not 0).
+        let chunk = 1usize << (len | 1).ilog2();
+        push(sets, walk_set(idx, chunk, addr))?;
+        len ^= chunk;
+        if len == 0 {
+            return Ok(());
+        }
+        idx = idx.wrapping_add(chunk);
+        addr = addr.wrapping_add((chunk as u64) << PAGE_SHIFT);
     }
 }
 
-/// Steps over the pages at the start of `t` that continue a run whose
-/// first page is `first`; returns the pages after the run. Two pages a
-/// step while both continue it, so the loop's own work is spread over two
-/// pages.
+/// The set of `count` pages from page `idx` at `addr`, as the walks make
+/// it: `idx` < 64 and `count` <= 64 (a segment holds at most 64 pages).
 #[inline(always)]
-fn run_end(first: u64, mut t: &[u64]) -> &[u64] {
-    let mut expect = first.wrapping_add(PAGE_BYTES);
-    loop {
-        match *t {
-            [a, b, ..] if a == expect && b == expect.wrapping_add(PAGE_BYTES) => {
-                t = t.get(2..).unwrap_or_default();
-                expect = expect.wrapping_add(2 * PAGE_BYTES);
-            }
-            [a, ..] if a == expect => return t.get(1..).unwrap_or_default(),
-            _ => return t,
-        }
+pub(super) const fn walk_set(idx: usize, count: usize, addr: u64) -> PageSet {
+    PageSet {
+        idx: idx as u8,
+        count: count as u16,
+        addr,
+        dma: 0,
     }
 }
 

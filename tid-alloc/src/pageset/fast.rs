@@ -76,7 +76,7 @@ impl Seen {
 /// odd. `None` as soon as a page does follow (the caller then empties
 /// `sets` and walks the runs). Four pages per step: four comparisons,
 /// four checks, one capacity check and one length update for four sets.
-#[inline(never)]
+#[inline(always)]
 pub(super) fn singles_4k(sets: &mut PageSets, pages: &[u64]) -> Option<Result<(), AllocError>> {
     let mut seen = Seen::new();
     // The page before the group; the first page for the first group (a
@@ -115,7 +115,7 @@ pub(super) fn singles_4k(sets: &mut PageSets, pages: &[u64]) -> Option<Result<()
 /// [`singles_4k`] for [`super::pairs::walk_8k`]: no pair contiguous means every page is
 /// a one-page set (the odd last page with a filler). `None` at the first
 /// contiguous pair. Two pairs per step, as in [`singles_4k`].
-#[inline(never)]
+#[inline(always)]
 pub(super) fn singles_8k(sets: &mut PageSets, pages: &[u64]) -> Option<Result<(), AllocError>> {
     let mut seen = Seen::new();
     let mut quads = pages.chunks_exact(4);
@@ -174,9 +174,9 @@ pub(super) fn push_singles<const N: usize>(
 
 /// [`super::walk_4k`] of a segment that is one contiguous run from `first`: only
 /// its first page needs checking (the others are it + k pages), then its
-/// chunks and a filler. Out of line so the general walk's loop keeps its
-/// registers.
-#[inline(never)]
+/// chunks and a filler. Inlined, as every fast path here: its result then
+/// goes back to the entry point in registers, not through the stack.
+#[inline(always)]
 pub(super) fn one_run_4k(sets: &mut PageSets, first: u64, pages: &[u64]) -> Result<(), AllocError> {
     let mut bad = Bad::new();
     bad.run(first, pages.len());
@@ -188,8 +188,8 @@ pub(super) fn one_run_4k(sets: &mut PageSets, first: u64, pages: &[u64]) -> Resu
 /// [`super::pairs::walk_8k`] of a segment that is one contiguous run of `n` (>= 1)
 /// pages from `first`: every pair is contiguous and continues the one
 /// before, so the walk comes down to one flush of the even part, then the
-/// odd page's set and a filler. Out of line, as [`one_run_4k`].
-#[inline(never)]
+/// odd page's set and a filler. Inlined, as [`one_run_4k`].
+#[inline(always)]
 pub(super) fn one_run_8k(sets: &mut PageSets, first: u64, pages: &[u64]) -> Result<(), AllocError> {
     let n = pages.len();
     let mut bad = Bad::new();

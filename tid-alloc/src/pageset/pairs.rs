@@ -5,7 +5,7 @@
 
 use super::fast::{Seen, one_run_8k, push_singles, singles_8k};
 use super::{AllocError, MAX_SEGMENT_PAGES, PAGE_BYTES, PageSet, PageSets};
-use super::{emit_run, follows, pad_even, push, single, try_fast};
+use super::{emit_walk_run, follows, pad_even, push, single, try_fast, walk_set};
 
 /// Page sets for an 8 KiB (or larger) path MTU.
 ///
@@ -56,6 +56,7 @@ pub fn find_phys_blocks_8k_into(pages: &[u64], sets: &mut PageSets) -> Result<()
     r
 }
 
+#[inline(always)]
 pub(super) fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocError> {
     let n = pages.len();
     if n > MAX_SEGMENT_PAGES {
@@ -78,61 +79,83 @@ pub(super) fn walk_8k(pages: &[u64], sets: &mut PageSets) -> Result<(), AllocErr
 /// others are it + k pages; a chain that wraps past the top starts where
 /// the page check's top-bit alarm sends the walk to the exact check, as
 /// in the 4 KiB walk).
-#[inline(never)]
+#[inline(always)]
 fn walk_pairs_8k(sets: &mut PageSets, pages: &[u64]) -> Result<(), AllocError> {
     let n = pages.len();
     // Checked by the caller; repeated so the compiler knows the bound in
-    // this loop (every index below 64).
+    // this loop (every chain at most 64 pages).
     if n > MAX_SEGMENT_PAGES {
         return Err(AllocError::TooManyPages(n));
     }
     let mut seen = Seen::new();
-    // Page index of `t`'s first page (always even).
+    // Page index of the step (always even).
     let mut k = 0usize;
-    let mut t = pages;
-    loop {
-        match *t {
-            [v0, v1, ..] if follows(v0, v1) => {
-                let rest = chain_end(v1, t.get(2..).unwrap_or_default());
-                let len = t.len().wrapping_sub(rest.len());
-                seen.page(v0);
-                emit_run(sets, k, len, v0)?;
-                pad_even(sets)?;
-                k = k.wrapping_add(len);
-                t = rest;
-            }
-            [v0, v1, ..] => {
-                seen.page(v0);
-                seen.page(v1);
-                push_singles(sets, k, [v0, v1])?;
-                k = k.wrapping_add(2);
-                t = t.get(2..).unwrap_or_default();
-            }
-            [v0] => {
-                // An odd page count ends with its last page and a filler.
-                seen.page(v0);
-                push(sets, single(k, v0))?;
-                push(sets, PageSet::FILLER)?;
-                break;
-            }
-            [] => break,
+    while let Some(&[v0, v1]) = pages.get(k..).and_then(<[u64]>::first_chunk) {
+        seen.page(v0);
+        if follows(v0, v1) {
+            let end = chain_end(pages, k.wrapping_add(2), v1);
+            emit_chain(sets, k, end.wrapping_sub(k), v0)?;
+            k = end;
+        } else {
+            seen.page(v1);
+            push_singles(sets, k, [v0, v1])?;
+            k = k.wrapping_add(2);
         }
+    }
+    if let Some(&v0) = pages.get(k) {
+        // An odd page count ends with its last page and a filler.
+        seen.page(v0);
+        push(sets, single(k, v0))?;
+        push(sets, PageSet::FILLER)?;
     }
     seen.verdict(pages)
 }
 
-/// Steps over the pairs at the start of `t` that continue a chain whose
-/// last page so far is `last`: each pair must be contiguous and follow
-/// the chain. Returns the pages after the chain.
+/// Emits a chain of `len` (even, 2..=64) pages from page `idx` at `first`
+/// and the filler its flush adds when its chunks are odd.
+///
+/// The list is even before every step of the pair walk (it starts empty,
+/// and every step adds an even number of sets), so a chain of a power of
+/// two pages (one chunk) always takes a filler: both are pushed with one
+/// capacity check and no parity test.
 #[inline(always)]
-fn chain_end(last: u64, mut t: &[u64]) -> &[u64] {
-    let mut expect = last.wrapping_add(PAGE_BYTES);
-    while let [a, b, ..] = *t {
-        if a != expect || b != expect.wrapping_add(PAGE_BYTES) {
-            break;
+fn emit_chain(sets: &mut PageSets, idx: usize, len: usize, first: u64) -> Result<(), AllocError> {
+    debug_assert!(
+        sets.len() % 2 == 0,
+        "the pair walk's list is even between steps"
+    );
+    if len & len.wrapping_sub(1) == 0 {
+        if sets.len() > sets.capacity().wrapping_sub(2) {
+            return Err(AllocError::TooManyPageSets);
         }
-        t = t.get(2..).unwrap_or_default();
-        expect = expect.wrapping_add(2 * PAGE_BYTES);
+        push(sets, walk_set(idx, len, first))?;
+        return push(sets, PageSet::FILLER);
     }
-    t
+    emit_walk_run(sets, idx, len, first)?;
+    pad_even(sets)
+}
+
+/// Steps over the pairs from page `i` on that continue a chain whose last
+/// page so far is `last`: each pair must be contiguous and follow the
+/// chain. Returns the index after the chain. Two pairs a step while two
+/// are left, so the bound is tested once for four pages.
+#[inline(always)]
+fn chain_end(pages: &[u64], mut i: usize, last: u64) -> usize {
+    let mut expect = last.wrapping_add(PAGE_BYTES);
+    while let Some(&[a, b, c, d]) = pages.get(i..i.wrapping_add(4)) {
+        if a != expect || b != expect.wrapping_add(PAGE_BYTES) {
+            return i;
+        }
+        if c != expect.wrapping_add(2 * PAGE_BYTES) || d != expect.wrapping_add(3 * PAGE_BYTES) {
+            return i.wrapping_add(2);
+        }
+        i = i.wrapping_add(4);
+        expect = expect.wrapping_add(4 * PAGE_BYTES);
+    }
+    if let Some(&[a, b]) = pages.get(i..i.wrapping_add(2)) {
+        if a == expect && b == expect.wrapping_add(PAGE_BYTES) {
+            return i.wrapping_add(2);
+        }
+    }
+    i
 }
