@@ -106,3 +106,23 @@ fn unaligned_pages_above_2_pow_63_are_rejected() {
         }
     }
 }
+
+/// A segment that is one contiguous run is checked by its first page
+/// alone (the others are it + k pages): a run of unaligned pages, or one
+/// from address 0, is refused by that page's index, in both variants.
+#[test]
+fn a_one_run_segment_with_a_bad_first_page_is_refused() {
+    for n in [2u64, 3, 8, 64] {
+        let unaligned: Vec<u64> = (0..n).map(|k| 0x10_0010 + k * PAGE).collect();
+        let want = Err(AllocError::UnalignedPage {
+            index: 0,
+            addr: 0x10_0010,
+        });
+        assert_eq!(find_phys_blocks(&unaligned, 4096), want, "{n}");
+        assert_eq!(find_phys_blocks_8k(&unaligned), want, "{n}");
+        let from_null: Vec<u64> = (0..n).map(|k| k * PAGE).collect();
+        let want = Err(AllocError::NullPage { index: 0 });
+        assert_eq!(find_phys_blocks(&from_null, 4096), want, "{n}");
+        assert_eq!(find_phys_blocks_8k(&from_null), want, "{n}");
+    }
+}
