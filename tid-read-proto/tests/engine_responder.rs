@@ -100,6 +100,20 @@ fn req(psn: u32, g: u32, pages: u32, len: u32, rkey: u32, vaddr: u64) -> Req {
     }
 }
 
+/// One-page TID READs at PSN 100 on until the ack queue has no slot left
+/// (one fewer than its entries); returns the next PSN.
+fn fill_queue(qp: &SoftQp, mrs: &Regions) -> u32 {
+    let mut psn = 100;
+    for _ in 0..ACK_QUEUE_ENTRIES - 1 {
+        assert_eq!(
+            deliver(qp, &req(psn, 1, 1, 4096, RKEY, BASE), mrs),
+            ReqVerdict::Accepted
+        );
+        psn += 1;
+    }
+    psn
+}
+
 fn deliver(qp: &SoftQp, r: &Req, mrs: &Regions) -> ReqVerdict {
     let mut root = LockToken::root();
     let mut g = qp.s_lock.lock(&mut root);
@@ -246,14 +260,7 @@ fn one_psn_nak_per_episode() {
 fn a_full_ack_queue_errors_the_qp_and_its_nak_is_dropped_behind_responses() {
     let qp = responder(true);
     let mrs = mrs();
-    let mut psn = 100;
-    for _ in 0..ACK_QUEUE_ENTRIES - 1 {
-        assert_eq!(
-            deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
-            ReqVerdict::Accepted
-        );
-        psn += 1;
-    }
+    let psn = fill_queue(&qp, &mrs);
     assert_eq!(
         deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
         ReqVerdict::Refused(Some(NakCode::RemoteOperationalError))
@@ -562,14 +569,7 @@ fn plain(qp: &SoftQp, psn: u32, mrs: &Regions) -> ReqVerdict {
 fn a_duplicate_rewinds_the_acknowledged_pointer_with_the_send_pointer() {
     let qp = responder(true);
     let mrs = mrs();
-    let mut psn = 100;
-    for _ in 0..ACK_QUEUE_ENTRIES - 1 {
-        assert_eq!(
-            deliver(&qp, &req(psn, 1, 1, 4096, RKEY, BASE), &mrs),
-            ReqVerdict::Accepted
-        );
-        psn += 1;
-    }
+    let psn = fill_queue(&qp, &mrs);
     assert_eq!(send_all(&qp, &mrs).len(), ACK_QUEUE_ENTRIES - 1);
     assert_eq!(
         deliver(&qp, &req(100, 1, 1, 4096, RKEY, BASE), &mrs),

@@ -316,6 +316,43 @@ impl World {
     }
 }
 
+/// The RESYNC ACK into `newest` of a two-segment WRITE whose responder
+/// had the first segment's first 40 packets: the second leg resends the
+/// other 24 and the second segment's 64 as `newest`:0..87; an ACK of 23
+/// acknowledges the first segment, one of 47 nothing of the second, the
+/// one of 87 completes the WRITE.
+fn resync_then_24_and_64(w: &World, newest: Generation) {
+    let g = |seq| FlowPsn::new(newest, seq);
+    let resync = AckKind::Resync {
+        generation: newest,
+        saved: FlowPsn::new(Generation::new(GEN).unwrap(), 39),
+    };
+    let v = w.tid_ack_of(7, resync, 0x1F);
+    assert!(
+        matches!(v, TidAckVerdict::Acked { segments: 0, .. }),
+        "{v:?}"
+    );
+    let data = w.second_leg();
+    assert_eq!(data.len(), 24 + 64);
+    for (k, p) in data.iter().enumerate() {
+        let f = frame::parse(p).unwrap();
+        assert_eq!(f.bth.psn.get(), g(k as u32).raw());
+    }
+    // Each ACK names the WRITE_RESP of the segment it reaches; what it
+    // did as (segments acknowledged, WRITEs completed).
+    let ack = |resp, seq| match w.tid_ack_of(resp, AckKind::Segment { last: g(seq) }, 0x1F) {
+        TidAckVerdict::Acked {
+            segments,
+            completed,
+        } => Some((segments, completed)),
+        _ => None,
+    };
+    assert_eq!(ack(7, 23), Some((1, 0)), "the first segment");
+    assert_eq!(ack(8, 47), Some((0, 0)), "the second's sequence 47");
+    assert_eq!(ack(8, 87), Some((1, 1)), "the second's last");
+    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+}
+
 /// Four TID entries of 16 pages: one 256 KiB segment.
 /// The one WRITE_REQ in `out`, at IB PSN `psn`: its RETH address and
 /// length.
@@ -817,40 +854,11 @@ fn a_write_resp_during_a_resync_keeps_its_packet_count() {
     w.first_of_segments_sent(2);
     assert_eq!(w.tid_retry_expiry().len(), 1, "the RESYNC");
     let next = GEN + 1;
-    let g = |seq| FlowPsn::new(Generation::new(next).unwrap(), seq);
     assert_eq!(
         w.write_resp_in(next, 8, 24, &entries(64)),
         WriteRespVerdict::Taken
     );
-    let resync = AckKind::Resync {
-        generation: Generation::new(next).unwrap(),
-        saved: FlowPsn::new(Generation::new(GEN).unwrap(), 39),
-    };
-    let v = w.tid_ack_of(7, resync, 0x1F);
-    assert!(
-        matches!(v, TidAckVerdict::Acked { segments: 0, .. }),
-        "{v:?}"
-    );
-    let data = w.second_leg();
-    assert_eq!(data.len(), 24 + 64);
-    for (k, p) in data.iter().enumerate() {
-        let f = frame::parse(p).unwrap();
-        assert_eq!(f.bth.psn.get(), g(k as u32).raw());
-    }
-    // Each ACK names the WRITE_RESP of the segment it reaches; what it
-    // did as (segments acknowledged, WRITEs completed).
-    let ack =
-        |w: &World, resp, seq| match w.tid_ack_of(resp, AckKind::Segment { last: g(seq) }, 0x1F) {
-            TidAckVerdict::Acked {
-                segments,
-                completed,
-            } => Some((segments, completed)),
-            _ => None,
-        };
-    assert_eq!(ack(&w, 7, 23), Some((1, 0)), "the first segment");
-    assert_eq!(ack(&w, 8, 47), Some((0, 0)), "the second's sequence 47");
-    assert_eq!(ack(&w, 8, 87), Some((1, 1)), "the second's last");
-    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+    resync_then_24_and_64(&w, Generation::new(next).unwrap());
 }
 
 /// A two-segment WRITE: the first segment's data sent, no TID ACK. The
@@ -884,35 +892,7 @@ fn a_write_resp_from_a_resync_whose_ack_was_lost_keeps_its_packet_count() {
     assert_eq!(second.len(), 1, "the second RESYNC");
     let f = frame::parse(&second[0]).unwrap();
     assert_eq!(f.bth.psn.get(), (GEN + 1) << 11 | 0x7FF);
-    let newest = Generation::new(GEN + 2).unwrap();
-    let g = |seq| FlowPsn::new(newest, seq);
-    let resync = AckKind::Resync {
-        generation: newest,
-        saved: FlowPsn::new(Generation::new(GEN).unwrap(), 39),
-    };
-    let v = w.tid_ack_of(7, resync, 0x1F);
-    assert!(
-        matches!(v, TidAckVerdict::Acked { segments: 0, .. }),
-        "{v:?}"
-    );
-    let data = w.second_leg();
-    assert_eq!(data.len(), 24 + 64);
-    for (k, p) in data.iter().enumerate() {
-        let f = frame::parse(p).unwrap();
-        assert_eq!(f.bth.psn.get(), g(k as u32).raw());
-    }
-    let ack =
-        |w: &World, resp, seq| match w.tid_ack_of(resp, AckKind::Segment { last: g(seq) }, 0x1F) {
-            TidAckVerdict::Acked {
-                segments,
-                completed,
-            } => Some((segments, completed)),
-            _ => None,
-        };
-    assert_eq!(ack(&w, 7, 23), Some((1, 0)), "the first segment");
-    assert_eq!(ack(&w, 8, 47), Some((0, 0)), "the second's sequence 47");
-    assert_eq!(ack(&w, 8, 87), Some((1, 1)), "the second's last");
-    assert_eq!(w.poll().map(|c| c.status), Some(WcStatus::Success));
+    resync_then_24_and_64(&w, Generation::new(GEN + 2).unwrap());
 }
 
 /// A two-segment WRITE: the first segment's data sent, no TID ACK; the
