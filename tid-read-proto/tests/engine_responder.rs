@@ -510,8 +510,8 @@ fn stale_duplicates_fill_the_ack_queue_as_in_the_kernel() {
 }
 
 /// A QP put in the error state by its requester side (the retry budget
-/// spent: `rvt_error_qp()` from the send side, which leaves the
-/// responder's ack queue alone) still holds the region reference of a
+/// spent: the requester's error path, which leaves the responder's ack
+/// queue alone) still holds the region reference of a
 /// READ it had accepted. The next request that reaches it is dropped and
 /// counted, and the reference is given back then; the one after that is
 /// counted too. Kernel: the receive path's state check
