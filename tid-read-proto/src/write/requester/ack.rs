@@ -264,14 +264,15 @@ impl<P: FlowPlatform> Requester<P> {
     /// the PSNs being counted (its WRITE_RESP came while the RESYNC was
     /// out, built by a responder that had renumbered its segments for this
     /// RESYNC or for an earlier one whose ACK was lost) keeps its packet
-    /// count. 6.1 counts it
-    /// as for the others, from the RESYNC ACK's PSN in the old generation
-    /// to the segment's last PSN in the new one: about 2048 packets, whose
-    /// last PSN wraps the 11-bit sequence onto the segment before it; a
+    /// count. 6.1 counts it as for the others, from the RESYNC ACK's PSN
+    /// in the old generation to the segment's last PSN in its own: about
+    /// 2048 packets, whose last PSN wraps the 11-bit sequence onto the
+    /// segment before it (or the next segment starts on its sequences); a
     /// later NAK then acknowledged that segment with the one before, and
     /// the responder's RESYNC ACKs, naming it unacknowledged, were
     /// dropped until the retries ran out (`tests/write_requester.rs`:
-    /// `a_write_resp_during_a_resync_keeps_its_packet_count`).
+    /// `a_write_resp_during_a_resync_keeps_its_packet_count` and
+    /// `a_write_resp_from_a_resync_whose_ack_was_lost_keeps_its_packet_count`).
     fn resync_ack(&mut self, env: &mut Env<'_, '_, P>, psn: FlowPsn, resync_psn: u32)
     where
         P::Sched: TidScheduler<P::Ref>,
