@@ -488,3 +488,15 @@ fn bad_rkey_read_req_is_naked_as_a_remote_access_error() {
     assert_eq!(p.req_stats().timeouts, 0);
     p.teardown_clean();
 }
+
+/// The retry timer's duration doubles with each step of `timeout +
+/// shift` up to 2^39 units and stays at 2^40 units beyond (a QP timeout
+/// of 31 with the largest shift still gives a finite timer).
+#[test]
+fn retry_duration_is_capped_at_2_pow_40_units() {
+    assert_eq!(retry_ns(0, 0), 4096);
+    assert_eq!(retry_ns(31, 8), 4096 << 39);
+    for (timeout, shift) in [(31, 9), (31, 31), (40, 0), (255, 255)] {
+        assert_eq!(retry_ns(timeout, shift), 4096 << 40, "{timeout} {shift}");
+    }
+}
