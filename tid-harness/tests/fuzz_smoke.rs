@@ -287,6 +287,18 @@ fn replay(open: bool) -> usize {
 ///   the rest for ever. Such a segment now keeps its own count
 ///   (`tests/write_requester.rs`:
 ///   `a_write_resp_from_a_resync_whose_ack_was_lost_keeps_its_packet_count`).
+/// - `write_pair/resync-ack-acknowledges-a-segment-not-received` (one
+///   QP, one TID group, 64 KiB segments; a deviation from 6.1, fixed): a
+///   late copy of a RESYNC was taken again after the chip had placed
+///   data of its generation without software seeing it (header
+///   suppression), so the late-copy rule, which read only what software
+///   saw, let it through; the flow went back to sequence 0, the rest of
+///   the segment was NAKed, a later RESYNC ACK named the segment's last
+///   packet as received, and the requester acknowledged a segment the
+///   responder never completed and held TIDs for, RNR-NAKing the next
+///   one for ever. The rule now also reads the chip's flow register
+///   (`tests/write_responder.rs`:
+///   `a_late_copy_of_a_taken_resync_is_ignored_once_the_chip_placed_data`).
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it
@@ -297,15 +309,7 @@ fn fuzz_regressions() {
 }
 
 /// Replays the open findings (`regressions/*/open-*`), inputs whose bug
-/// is not fixed yet. Kept today:
-/// `write_pair/open-resync-ack-acknowledges-a-segment-not-received` (one
-/// QP, one TID group, 64 KiB segments; found after 1,860 s of the hour
-/// on main 9b18a6e, not yet traced): after three RESYNCs, the third
-/// RESYNC ACK names the first segment's last PSN (in its renumbered
-/// generation) as received while the responder has not completed it; the
-/// requester acknowledges the segment, the responder keeps its TIDs for
-/// data that never comes and RNR-NAKs the next segment until the drain
-/// ends stuck. Run by hand while fixing one
+/// is not fixed yet (none today). Run by hand while fixing one
 /// (`cargo test -p tid-harness --features std --test fuzz_smoke --
 /// --ignored`); once it passes every check, rename it without `open-`
 /// and say in [`fuzz_regressions`]'s list what it pins.

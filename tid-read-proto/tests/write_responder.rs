@@ -856,6 +856,49 @@ fn a_late_copy_of_a_taken_resync_is_ignored() {
     n.done();
 }
 
+/// As [`a_late_copy_of_a_taken_resync_is_ignored`], with only the first
+/// ten packets of the renumbered segment come: the chip placed them
+/// without handing them to software (header suppression), and its flow
+/// register says so, so the late copy is ignored all the same and the
+/// rest of the segment completes the write. With the rule reading only
+/// what software saw (checked) the copy was taken: the flow went back to
+/// sequence 0 and the rest of the segment was NAKed, as in the fuzz input
+/// `write_pair/resync-ack-acknowledges-a-segment-not-received`.
+#[test]
+fn a_late_copy_of_a_taken_resync_is_ignored_once_the_chip_placed_data() {
+    let (mut n, resps) = two_segments();
+    let total = 2 * SEG;
+    assert_eq!(
+        n.send_segment(&resps[0], 0, total, BASE),
+        [DataVerdict::SegmentDone]
+    );
+    assert!(n.tid_ack().is_some());
+    let g = resps[1].hdr.flow_psn.generation();
+    let lost = n.send_flow(&resps[1], (1, total, BASE), resps[1].hdr.flow_psn, |i| {
+        i < 63
+    });
+    assert!(lost.iter().all(|(_, _, v)| v.is_none()));
+    let rpsn = resync::psn_before(g.next()).get();
+    assert_eq!(n.resync(rpsn), ResyncVerdict::Resynced);
+    assert!(n.tid_ack().is_some(), "the RESYNC ACK");
+    let again = FlowPsn::new(g.next(), 0);
+    let first = n.send_flow(&resps[1], (1, total, BASE), again, |i| i < 10);
+    assert!(
+        first
+            .iter()
+            .all(|(_, o, v)| o.placed && !o.delivered && v.is_none())
+    );
+    assert_eq!(n.resync(rpsn), ResyncVerdict::Ignored, "a late copy");
+    assert!(n.tid_ack().is_none(), "no ACK for the copy");
+    let rest = n.send_flow(&resps[1], (1, total, BASE), again, |i| i >= 10);
+    let verdicts: Vec<_> = rest.iter().filter_map(|(_, _, v)| *v).collect();
+    assert_eq!(verdicts, [DataVerdict::RequestDone]);
+    check_placed(&n, 0, u64::from(total));
+    let s = n.with_w(|t| t.write_responder.stats);
+    assert_eq!((s.resyncs, s.stale_resyncs, s.resync_acks), (1, 1, 1));
+    n.done();
+}
+
 /// A WRITE_REQ behind `r_psn` whose PSN names a plain READ entry (no
 /// TID WRITE there: a forged or misdirected packet) is dropped and
 /// counted, not taken as a duplicate of a TID WRITE.

@@ -129,7 +129,7 @@ impl<P: FlowPlatform> Env<'_, '_, P> {
 /// # Locking
 ///
 /// The QP's `s_lock` held (`token`); takes `exp_lock`.
-fn chip_next_psn<P: FlowPlatform>(
+pub(super) fn chip_next_psn<P: FlowPlatform>(
     rcd: &RcvCtxt<P>,
     token: &mut LockToken<'_, SLock>,
     idx: FlowIndex,

@@ -43,8 +43,9 @@
 //!   segment in the old generation, and a later RESYNC put another
 //!   WRITE's data into its buffer (`resync`).
 //! - A RESYNC naming the flow's current generation is ignored once
-//!   WRITE_DATA of that generation has come in order (a copy the fabric
-//!   held back, not a resend after a lost ACK);
+//!   WRITE_DATA of that generation has come in order, placed by the chip
+//!   or seen by software (a copy the fabric held back, not a resend after
+//!   a lost ACK);
 //!   6.1 takes it and numbers the segments left onto sequences the
 //!   requester had already used (`resync`, `stale_resyncs`).
 //! - A duplicate WRITE_REQ's rewind keeps the segment it names within the

@@ -49,7 +49,10 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
     ///
     /// Deviation from 6.1: a RESYNC naming the flow's current generation
     /// is ignored (`stale_resyncs`) once WRITE_DATA of that generation has
-    /// come in order. Such a RESYNC is taken again when its ACK was lost:
+    /// come in order: placed by the chip (its flow register's next
+    /// sequence is past 0 in that generation; with header suppression
+    /// software sees only a segment's last packet) or seen by software.
+    /// Such a RESYNC is taken again when its ACK was lost:
     /// the requester, halted, has sent nothing in the new generation, so
     /// none of its data has come. When some has, the RESYNC is a copy of
     /// the one already taken that the fabric held back. 6.1 takes it: the
@@ -67,8 +70,9 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
     ///
     /// # Locking
     ///
-    /// `r_lock` (`_intr`) and the QP's `s_lock` held; takes `exp_lock`
-    /// through `tid-flow` to re-arm the flow.
+    /// `r_lock` (`_intr`) and the QP's `s_lock` held; takes `exp_lock` to
+    /// read the chip's flow register and, through `tid-flow`, to re-arm
+    /// the flow.
     pub(crate) fn receive_resync(&mut self, _intr: &RecvPath, psn: FlowPsn) -> ResyncVerdict {
         if !self.state.receives() {
             self.w.stats.dropped += 1;
@@ -87,7 +91,11 @@ impl<P: tid_flow::FlowPlatform> Env<'_, '_, P> {
             self.w.stats.resyncs_ignored += 1;
             return ResyncVerdict::Ignored;
         }
-        if generation == current && self.w.data_generation == Some(current) {
+        let placed = self.locked.flow.index.is_some_and(|idx| {
+            let chip = super::eflags::chip_next_psn(self.rcd, self.locked.token, idx);
+            chip.generation() == current && chip.seq() != 0
+        });
+        if generation == current && (placed || self.w.data_generation == Some(current)) {
             self.w.stats.stale_resyncs += 1;
             return ResyncVerdict::Ignored;
         }
