@@ -1080,3 +1080,32 @@ fn random_input_never_panics_and_leaks_nothing() {
     eprintln!("successes: {ok}");
     assert!(ok > 0);
 }
+
+/// Kernel: the filter at the top of `rc_rcv_resp()`. With one WRITE_REQ
+/// out (PSN 7, so `s_last_psn` 6 and `s_next_psn` 8), an ACK for PSN 8,
+/// a request never sent, and one for PSN 6, already acknowledged, are
+/// dropped and counted; nothing changes and the WRITE then completes.
+#[test]
+fn acks_outside_the_outstanding_psns_are_dropped() {
+    let mut w = world();
+    let src = w.source(0x1000, SEG, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    assert_eq!(only_write_req(&w.first_leg(), 7), (REMOTE, SEG));
+    let ack = aeth::Repr {
+        syndrome: 0x1F,
+        msn: 1,
+    };
+    let mut root = LockToken::root();
+    for psn in [8, 6] {
+        let mut g = w.qp.s_lock.lock(&mut root);
+        let v = qp::receive_ack(&w.rcd, &w.qp, &mut g, Psn::new(psn), &ack);
+        assert_eq!(v, tid_read_proto::requester::AckVerdict::Ignored, "{psn}");
+    }
+    assert_eq!(
+        w.qp.s_lock.lock(&mut root).ext.requester.stats.ack_dropped,
+        2
+    );
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    assert_eq!(w.second_leg().len(), 64);
+    w.complete_with_ack(7, 63);
+}
