@@ -12,7 +12,7 @@ use hfi1_hal::consts::{OP_TID_RDMA_ACK, OP_TID_RDMA_WRITE_DATA_LAST, OP_TID_RDMA
 use hfi1_hal::lock_order::{Lock, LockToken, RLock};
 use hfi1_hal::sim::{ExpectedOutcome, RcvError, SimMemory, SimTimers};
 use hfi1_hal::timers::{QpTimer, QpTimers};
-use hfi1_hal::{FlowPsn, Psn, TidEntry};
+use hfi1_hal::{FlowPsn, Generation, Psn, TidEntry};
 use qp_wait::{QueueKind, WaitPlatform};
 use tid_flow::{RcvCtxt, Sge};
 use tid_harness::chip::{self, ArrivingData};
@@ -791,6 +791,26 @@ fn resync_moves_the_flow_and_its_ack_names_the_unacked_segment() {
     n.done();
 }
 
+/// The first segment of a `total`-byte WRITE received, the second's
+/// last packet lost, then a RESYNC into the next generation taken and its
+/// ACK sent: returns the segments' generation and the RESYNC's PSN.
+fn resynced_after_a_lost_packet(n: &mut Node, resps: &[Resp], total: u32) -> (Generation, u32) {
+    assert_eq!(
+        n.send_segment(&resps[0], 0, total, BASE),
+        [DataVerdict::SegmentDone]
+    );
+    assert!(n.tid_ack().is_some());
+    let g = resps[1].hdr.flow_psn.generation();
+    let lost = n.send_flow(&resps[1], (1, total, BASE), resps[1].hdr.flow_psn, |i| {
+        i < 63
+    });
+    assert!(lost.iter().all(|(_, _, v)| v.is_none()));
+    let rpsn = resync::psn_before(g.next()).get();
+    assert_eq!(n.resync(rpsn), ResyncVerdict::Resynced);
+    assert!(n.tid_ack().is_some(), "the RESYNC ACK");
+    (g, rpsn)
+}
+
 /// A copy of a RESYNC the fabric held back reaches the responder after
 /// the RESYNC was taken, its ACK sent and the renumbered segment received
 /// in the new generation: it names the flow's current generation, as a
@@ -815,19 +835,7 @@ fn a_late_copy_of_a_taken_resync_is_ignored() {
     );
     let resps = n.resps();
     assert_eq!(resps.len(), 3);
-    assert_eq!(
-        n.send_segment(&resps[0], 0, total, BASE),
-        [DataVerdict::SegmentDone]
-    );
-    assert!(n.tid_ack().is_some());
-    let g = resps[1].hdr.flow_psn.generation();
-    let lost = n.send_flow(&resps[1], (1, total, BASE), resps[1].hdr.flow_psn, |i| {
-        i < 63
-    });
-    assert!(lost.iter().all(|(_, _, v)| v.is_none()));
-    let rpsn = resync::psn_before(g.next()).get();
-    assert_eq!(n.resync(rpsn), ResyncVerdict::Resynced);
-    assert!(n.tid_ack().is_some(), "the RESYNC ACK");
+    let (g, rpsn) = resynced_after_a_lost_packet(&mut n, &resps, total);
     let again = n.send_flow(
         &resps[1],
         (1, total, BASE),
@@ -868,19 +876,7 @@ fn a_late_copy_of_a_taken_resync_is_ignored() {
 fn a_late_copy_of_a_taken_resync_is_ignored_once_the_chip_placed_data() {
     let (mut n, resps) = two_segments();
     let total = 2 * SEG;
-    assert_eq!(
-        n.send_segment(&resps[0], 0, total, BASE),
-        [DataVerdict::SegmentDone]
-    );
-    assert!(n.tid_ack().is_some());
-    let g = resps[1].hdr.flow_psn.generation();
-    let lost = n.send_flow(&resps[1], (1, total, BASE), resps[1].hdr.flow_psn, |i| {
-        i < 63
-    });
-    assert!(lost.iter().all(|(_, _, v)| v.is_none()));
-    let rpsn = resync::psn_before(g.next()).get();
-    assert_eq!(n.resync(rpsn), ResyncVerdict::Resynced);
-    assert!(n.tid_ack().is_some(), "the RESYNC ACK");
+    let (g, rpsn) = resynced_after_a_lost_packet(&mut n, &resps, total);
     let again = FlowPsn::new(g.next(), 0);
     let first = n.send_flow(&resps[1], (1, total, BASE), again, |i| i < 10);
     assert!(
