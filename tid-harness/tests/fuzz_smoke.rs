@@ -299,6 +299,14 @@ fn replay(open: bool) -> usize {
 ///   one for ever. The rule now also reads the chip's flow register
 ///   (`tests/write_responder.rs`:
 ///   `a_late_copy_of_a_taken_resync_is_ignored_once_the_chip_placed_data`).
+/// - `write_pair/timeout-with-nothing-outstanding-clears-wait-ack` (two
+///   QPs, 8 KiB MTU; a deviation from 6.1, fixed): an RC retry expiry
+///   resent a request with `SEND_ONE`, so WAIT_ACK was set; the TID ACK
+///   then completed the WRITE without clearing it, and the next expiry
+///   found nothing outstanding and returned before clearing the wait
+///   flags, with no timer left: the four posts behind never went. The
+///   restart now clears the wait flags with nothing outstanding, as 6.1's
+///   `hfi1_restart_rc()` does.
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

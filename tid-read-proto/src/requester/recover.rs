@@ -21,12 +21,22 @@ impl<P: FlowPlatform> Requester<P> {
     ///
     /// Deviation: with the budget spent, every TID READ's TIDs and the
     /// flow are released, not only the oldest READ's (see the module doc).
+    /// With nothing outstanding (`s_acked == s_tail`) only the wait flags
+    /// are cleared: no retry is spent and no single send is asked for
+    /// (6.1 spends one, and with none left completes the stale slot at
+    /// `s_acked` with an error).
     ///
     /// # Locking
     ///
     /// The QP's `s_lock` held (`env`).
     pub(crate) fn restart_rc(&mut self, env: &mut Env<'_, '_, P>, psn: Psn, wait: bool) {
         if self.sq.acked == self.sq.tail {
+            // Nothing to resend and nothing to fail, but the wait flags
+            // still go, as in 6.1: a WAIT_ACK set by a resend whose request
+            // completed since (a TID ACK does not clear it) would hold back
+            // every later post with no timer left running to clear it.
+            self.flags.wait_rdmar = false;
+            self.flags.wait_ack = false;
             return;
         }
         if !self.budgets.spend_retry() {
