@@ -39,6 +39,11 @@ fn remote(p: &Pair, wr: u64) -> u64 {
         .expect("a READ posted")
 }
 
+/// Reads and TID segments the requester of QP 0 counts outstanding.
+fn counts(p: &Pair) -> (u32, u32) {
+    p.requester(0, |r| (r.reads_outstanding(), r.pending_segments()))
+}
+
 /// Plain READs only (nothing is a TID READ below 1 MiB), one page an
 /// MTU, at most `max_rd_atomic` reads outstanding.
 fn plain_pair(max_rd_atomic: u32) -> Pair {
@@ -171,4 +176,105 @@ fn psn_nak_inside_the_oldest_tid_read_resends_from_its_segment() {
         ]
     );
     p.finish_clean(0, &[a, b, c]);
+}
+
+/// Across a restart inside the oldest READ the `s_num_rd_atomic` limit
+/// holds: with at most three reads outstanding and four plain READs
+/// posted (the fourth waiting), a restart inside the first keeps it
+/// counted (its request stands; only its rest is asked for again) and
+/// uncounts the two behind it until they are sent again, so the resend
+/// is the first READ's rest and the next two, and the fourth still
+/// waits. Once everything completed nothing is counted.
+/// Kernel: `reset_psn()` with `update_num_rd_atomic()` (deviation: what
+/// lies before the restart PSN stays counted, see `requester`'s module
+/// doc) and the `RVT_S_WAIT_RDMAR` test of `hfi1_make_rc_req()`.
+#[test]
+fn restart_inside_a_plain_read_keeps_the_read_limit() {
+    let mut p = plain_pair(3);
+    let wrs = [p.post(0, 3), p.post(0, 1), p.post(0, 1), p.post(0, 1)];
+    let reqs = p.send();
+    assert_eq!(
+        kinds(&reqs),
+        [0x10, 0x13, 0x14].map(|x| Kind::PlainReq(Psn::new(x))),
+        "the fourth READ waits for a read to finish"
+    );
+    assert_eq!(counts(&p), (3, 0));
+    let resps = p.answer(&reqs);
+    // The first READ's MIDDLE is lost: a restart from 0x11.
+    p.give_requester(&[resps[0].clone(), resps[2].clone()]);
+    assert_eq!(p.req_stats().restarts, 1);
+    assert_eq!(counts(&p), (1, 0), "only the first READ's request stands");
+    let again = p.send();
+    assert_eq!(
+        kinds(&again),
+        [0x11, 0x13, 0x14].map(|x| Kind::PlainReq(Psn::new(x))),
+        "the fourth READ still waits"
+    );
+    assert_eq!(counts(&p), (3, 0));
+    p.finish(0);
+    assert_eq!(counts(&p), (0, 0));
+    p.finish_clean(0, &wrs);
+}
+
+/// Across a restart inside the oldest TID READ, the segment before the
+/// restart PSN whose response is still to come stays counted, and the
+/// segments and READs from the PSN on are counted again only as they are
+/// sent again: with at most five reads outstanding, a TID READ of four
+/// segments and three plain READs, a PSN NAK for segment 2 (its request
+/// lost; segment 1's response lost too) leaves one read and one segment
+/// counted, the resend is segments 2 and 3 and the next two READs, the
+/// last READ waits, and at the end nothing is counted.
+/// Kernel: `reset_psn()` with `update_num_rd_atomic()` (deviation: what
+/// lies before the restart PSN stays counted) and the `RVT_S_WAIT_RDMAR`
+/// test of `hfi1_make_rc_req()` / `hfi1_build_tid_rdma_read_req()`.
+#[test]
+fn restart_inside_a_tid_read_keeps_the_read_limit_and_the_segment_count() {
+    let mut p = tid_pair(5);
+    let wrs = [p.post(0, 4), p.post(0, 1), p.post(0, 1), p.post(0, 1)];
+    let reqs = p.send();
+    assert_eq!(
+        kinds(&reqs),
+        [
+            Kind::TidReq(Psn::new(0x10)),
+            Kind::TidReq(Psn::new(0x11)),
+            Kind::TidReq(Psn::new(0x12)),
+            Kind::TidReq(Psn::new(0x13)),
+            Kind::PlainReq(Psn::new(0x14)),
+        ]
+    );
+    assert_eq!(counts(&p), (5, 4));
+    let mut kept = reqs.clone();
+    kept.remove(2);
+    let out = p.answer(&kept);
+    let nak: Vec<_> = out
+        .iter()
+        .filter(|x| matches!(kind(x), Kind::Ack(..)))
+        .cloned()
+        .collect();
+    assert_eq!(kinds(&nak), [Kind::Ack(Psn::new(0x12), 0x60)]);
+    let seg0: Vec<_> = out
+        .iter()
+        .filter(|x| matches!(kind(x), Kind::TidResp(q, _) if q == Psn::new(0x10)))
+        .cloned()
+        .collect();
+    p.give_requester(&seg0);
+    assert_eq!(counts(&p), (4, 3));
+    p.give_requester(&nak);
+    assert_eq!(p.req_stats().restarts, 1);
+    assert_eq!(counts(&p), (1, 1), "segment 1 is still outstanding");
+    let again = p.send();
+    assert_eq!(
+        kinds(&again),
+        [
+            Kind::TidReq(Psn::new(0x12)),
+            Kind::TidReq(Psn::new(0x13)),
+            Kind::PlainReq(Psn::new(0x14)),
+            Kind::PlainReq(Psn::new(0x15)),
+        ],
+        "the last READ waits"
+    );
+    assert_eq!(counts(&p), (5, 3));
+    p.finish(0);
+    assert_eq!(counts(&p), (0, 0));
+    p.finish_clean(0, &wrs);
 }
