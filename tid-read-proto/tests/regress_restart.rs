@@ -12,10 +12,18 @@
 
 mod common;
 
-use common::{Kind, Pair, kind};
+use common::{Kind, Pair, ack, kind};
 use hfi1_hal::Psn;
+use hfi1_hal::flags::SFlags;
+use hfi1_hal::lock_order::LockToken;
+use tid_harness::doubles::Regions;
 use tid_harness::world::Setup;
 use tid_read_proto::packet::{self, Parsed};
+use tid_read_proto::qp;
+use tid_read_proto::rc::{QpState, WcStatus};
+use tid_read_proto::responder::ReqVerdict;
+use tid_read_proto::wire::aeth::NakCode;
+use tid_read_proto::wire::reth;
 
 /// The kinds of `pkts`, in order.
 fn kinds(pkts: &[Vec<u8>]) -> Vec<Kind> {
@@ -37,6 +45,11 @@ fn remote(p: &Pair, wr: u64) -> u64 {
         .find(|x| x.wr_id == wr)
         .map(|x| x.remote)
         .expect("a READ posted")
+}
+
+/// A PSN sequence NAK for `psn` to requester QP 0.
+fn psn_nak(psn: u32) -> Vec<u8> {
+    ack(psn, 0x60)
 }
 
 /// Reads and TID segments the requester of QP 0 counts outstanding.
@@ -277,4 +290,203 @@ fn restart_inside_a_tid_read_keeps_the_read_limit_and_the_segment_count() {
     p.finish(0);
     assert_eq!(counts(&p), (0, 0));
     p.finish_clean(0, &wrs);
+}
+
+/// A retry-timer expiry that finds the timer stopped does nothing: a PSN
+/// NAK restarted the READ and stopped the timer, and a late expiry then
+/// counts no timeout, spends no retry and asks for no single send: the
+/// resend is both segments. Kernel: `rvt_rc_timeout()` acts only with
+/// `RVT_S_TIMER` set.
+#[test]
+fn expiry_with_the_timer_stopped_does_nothing() {
+    let mut p = tid_pair(16);
+    let retry = p.n.setup().retry_cnt;
+    let wr = p.post(0, 2);
+    assert_eq!(p.send().len(), 2);
+    p.give_requester(&[psn_nak(0x10)]);
+    assert_eq!(p.retry_timer(0), None, "the NAK stopped the timer");
+    let before = p.req_stats();
+    assert!(!p.expire(0));
+    let after = p.req_stats();
+    assert_eq!(
+        (after.timeouts, after.restarts),
+        (before.timeouts, before.restarts)
+    );
+    assert_eq!(p.requester(0, |r| r.retries_left()), retry);
+    let again = p.send();
+    assert_eq!(
+        kinds(&again),
+        [Kind::TidReq(Psn::new(0x10)), Kind::TidReq(Psn::new(0x11))],
+        "no single send asked for"
+    );
+    p.finish_clean(0, &[wr]);
+}
+
+/// A retry-timer expiry on a QP that left the receiving states does
+/// nothing, even with the timer still running: the QP's responder half
+/// refused a READ request (this QP takes no remote READs) and moved it to
+/// the error state while its own READ was in flight; the expiry reports
+/// the timer not acted on, counts no timeout and restarts nothing, and the
+/// READ completes flushed. Kernel: `rvt_rc_timeout()` acts only while
+/// `ib_rvt_state_ops[qp->state] & RVT_PROCESS_RECV_OK`.
+#[test]
+fn expiry_in_the_error_state_does_nothing() {
+    let mut p = tid_pair(16);
+    let retry = p.n.setup().retry_cnt;
+    let wr = p.post(0, 2);
+    assert_eq!(p.send().len(), 2);
+    {
+        let mut root = LockToken::root();
+        let q = &p.n.requesters[0];
+        let mut g = q.s_lock.lock(&mut root);
+        let r = reth::Repr {
+            vaddr: 0x1000,
+            rkey: 1,
+            length: 4096,
+        };
+        let v = qp::receive_plain_read_in(&p.n.rcd, q, &mut g, Psn::new(0x10), &r, &Regions::new());
+        assert_eq!(v, ReqVerdict::Refused(Some(NakCode::InvalidRequest)));
+    }
+    assert_eq!(p.states(0).0, QpState::Error);
+    assert!(p.retry_timer(0).is_some(), "the timer still runs");
+    assert!(!p.expire(0));
+    let st = p.req_stats();
+    assert_eq!((st.timeouts, st.restarts), (0, 0));
+    assert_eq!(p.requester(0, |r| r.retries_left()), retry);
+    assert!(p.send().is_empty());
+    assert_eq!(p.done[0], [(wr, WcStatus::Flushed)]);
+    p.teardown_clean();
+}
+
+/// Every expiry of a running retry timer counts one timeout and spends
+/// one retry; each restart asks for one request, then waits for an ACK.
+/// Kernel: `rvt_rc_timeout()` (`ibp->rvp.n_rc_timeouts++`) →
+/// `hfi1_restart_rc(qp, qp->s_last_psn + 1, 1)`.
+#[test]
+fn each_expiry_counts_a_timeout() {
+    let mut p = tid_pair(16);
+    let retry = p.n.setup().retry_cnt;
+    let wr = p.post(0, 2);
+    assert_eq!(p.send().len(), 2);
+    for n in 1..=2 {
+        assert!(p.expire(0));
+        assert_eq!(p.req_stats().timeouts, n);
+        assert_eq!(p.requester(0, |r| r.retries_left()), retry - n as u8);
+        assert_eq!(kinds(&p.send()), [Kind::TidReq(Psn::new(0x10))]);
+    }
+    p.finish_clean(0, &[wr]);
+}
+
+/// Deviation kept: an expiry restarts from the oldest segment whose
+/// response is still to come when a PSN NAK's implicit acknowledgement
+/// passed it, and `s_last_psn` goes back before that segment (the
+/// responder had its request; its response was lost). Segment 2's request
+/// is lost, the responder NAKs 0x12, segment 1's response is lost: the
+/// NAK's restart resends segments 2 and 3, and the expiry then asks for
+/// segment 1 (0x11), with `s_last_psn` at 0x10. Kernel: `rvt_rc_timeout()`
+/// → `hfi1_restart_rc(qp, qp->s_last_psn + 1, 1)` restarts from 0x12 (see
+/// `Requester::timeout`).
+#[test]
+fn expiry_behind_a_psn_nak_restarts_the_passed_segment_and_backs_up_last_psn() {
+    let mut p = tid_pair(16);
+    let wr = p.post(0, 4);
+    let reqs = p.send();
+    assert_eq!(reqs.len(), 4);
+    let mut kept = reqs.clone();
+    kept.remove(2);
+    let out = p.answer(&kept);
+    let nak: Vec<_> = out
+        .iter()
+        .filter(|x| matches!(kind(x), Kind::Ack(..)))
+        .cloned()
+        .collect();
+    assert_eq!(kinds(&nak), [Kind::Ack(Psn::new(0x12), 0x60)]);
+    let seg0: Vec<_> = out
+        .iter()
+        .filter(|x| matches!(kind(x), Kind::TidResp(q, _) if q == Psn::new(0x10)))
+        .cloned()
+        .collect();
+    p.give_requester(&seg0);
+    p.give_requester(&nak);
+    assert_eq!(p.requester(0, |r| r.last_psn()), Psn::new(0x11));
+    let again = p.send();
+    assert_eq!(
+        kinds(&again),
+        [Kind::TidReq(Psn::new(0x12)), Kind::TidReq(Psn::new(0x13))]
+    );
+    assert!(p.expire(0));
+    assert_eq!(p.req_stats().timeouts, 1);
+    assert_eq!(p.requester(0, |r| r.last_psn()), Psn::new(0x10));
+    assert_eq!(kinds(&p.send()), [Kind::TidReq(Psn::new(0x11))]);
+    p.finish_clean(0, &[wr]);
+}
+
+/// A fatal NAK with several READs outstanding completes the oldest with
+/// the NAK's status and every later one flushed, in posting order, each
+/// counted as a completion in error; the QP is in the error state and
+/// holds nothing. Kernel: the class-B end of `do_rc_ack()`
+/// (`hfi1_trdma_send_complete()` with the NAK's status, then
+/// `rvt_error_qp()`, whose flush completes the rest
+/// `IB_WC_WR_FLUSH_ERR`).
+#[test]
+fn fatal_nak_fails_the_oldest_and_flushes_the_rest_in_order() {
+    let mut p = tid_pair(16);
+    let a = p.post(0, 2);
+    let b = p.post(0, 2);
+    let c = p.post(0, 1);
+    assert_eq!(p.send().len(), 5, "every READ in flight");
+    p.give_requester(&[ack(0x10, 0x63)]);
+    p.poll_all();
+    assert_eq!(
+        p.done[0],
+        [
+            (a, WcStatus::RemoteOperational),
+            (b, WcStatus::Flushed),
+            (c, WcStatus::Flushed),
+        ]
+    );
+    assert_eq!(p.req_stats().errors, 3);
+    assert_eq!(p.states(0).0, QpState::Error);
+    assert_eq!(p.held(), 0);
+    p.teardown_clean();
+}
+
+/// The error state ends the TID WRITE waits in the QP's send flags and
+/// keeps the other bits: a TID WRITE's WRITE_REQ went out (the QP waits
+/// for its WRITE_RESP, `WAIT_TID_RESP`), the QP is also halted
+/// (`WAIT_HALT`, set here by hand as the TID retry timer's expiry sets it)
+/// and asks for a completion of every request (`SIGNAL_REQ_WR`, a QP
+/// attribute); a fatal NAK for the WRITE moves it to the error state
+/// with both waits cleared and the attribute kept. Kernel: the clear of
+/// `HFI1_S_WAIT_HALT | HFI1_S_WAIT_TID_RESP` when the QP errors
+/// (`rvt_error_qp()` and its hfi1 hooks) leaves `RVT_S_SIGNAL_REQ_WR`.
+#[test]
+fn error_state_clears_the_tid_write_waits_and_keeps_the_other_flags() {
+    let mut p = Pair::new(Setup {
+        write_region_len: 1 << 20,
+        ..Setup::default()
+    });
+    let pages = p.n.pages.scattered(64);
+    let wr =
+        p.n.post_write(0, pages, &mut LockToken::root())
+            .expect("the WRITE is posted");
+    assert_eq!(p.send().len(), 1, "the WRITE_REQ");
+    let flags = |p: &Pair| p.n.requesters[0].s_lock.lock(&mut LockToken::root()).flags;
+    assert!(flags(&p).contains(SFlags::WAIT_TID_RESP));
+    p.n.requesters[0]
+        .s_lock
+        .lock(&mut LockToken::root())
+        .flags
+        .insert(SFlags::WAIT_HALT | SFlags::SIGNAL_REQ_WR);
+    p.give_requester(&[ack(0x10, 0x63)]);
+    assert_eq!(p.states(0).0, QpState::Error);
+    assert_eq!(p.done[0], [(wr, WcStatus::RemoteOperational)]);
+    let f = flags(&p);
+    assert!(
+        !f.intersects(SFlags::WAIT_HALT | SFlags::WAIT_TID_RESP),
+        "{f:?}"
+    );
+    assert!(f.contains(SFlags::SIGNAL_REQ_WR), "{f:?}");
+    assert_eq!(p.req_stats().errors, 1);
+    p.teardown_clean();
 }
