@@ -14,6 +14,7 @@ mod common;
 
 use common::{Kind, Pair, ack, kind};
 use hfi1_hal::Psn;
+use hfi1_hal::consts::{OP_TID_RDMA_WRITE_REQ, OP_TID_RDMA_WRITE_RESP};
 use hfi1_hal::flags::SFlags;
 use hfi1_hal::lock_order::LockToken;
 use tid_harness::doubles::Regions;
@@ -23,7 +24,7 @@ use tid_read_proto::qp;
 use tid_read_proto::rc::{QpState, WcStatus};
 use tid_read_proto::responder::ReqVerdict;
 use tid_read_proto::wire::aeth::NakCode;
-use tid_read_proto::wire::reth;
+use tid_read_proto::wire::{frame, reth, write_req};
 
 /// The kinds of `pkts`, in order.
 fn kinds(pkts: &[Vec<u8>]) -> Vec<Kind> {
@@ -39,7 +40,7 @@ fn plain_req(p: &[u8]) -> (Psn, u64, u32) {
     }
 }
 
-/// The remote address READ `wr` of QP 0 was posted with.
+/// The remote address READ or WRITE `wr` of QP 0 was posted with.
 fn remote(p: &Pair, wr: u64) -> u64 {
     p.n.posted(0)
         .find(|x| x.wr_id == wr)
@@ -488,5 +489,77 @@ fn error_state_clears_the_tid_write_waits_and_keeps_the_other_flags() {
     );
     assert!(f.contains(SFlags::SIGNAL_REQ_WR), "{f:?}");
     assert_eq!(p.req_stats().errors, 1);
+    p.teardown_clean();
+}
+
+/// The opcode and PSN of every packet in `pkts`.
+fn opcodes(pkts: &[Vec<u8>]) -> Vec<(u8, Psn)> {
+    pkts.iter()
+        .map(|p| {
+            let f = frame::parse(p).expect("a packet an engine built parses");
+            (f.bth.opcode, f.bth.psn)
+        })
+        .collect()
+}
+
+/// What a TID WRITE_REQ in `p` asks for: its PSN, remote address and
+/// length; `None` for any other packet.
+fn write_req_of(p: &[u8]) -> Option<(Psn, u64, u32)> {
+    let f = frame::parse(p).expect("a packet an engine built parses");
+    if f.bth.opcode != OP_TID_RDMA_WRITE_REQ {
+        return None;
+    }
+    let r = write_req::Repr::parse(&write_req::Packet::new_checked(f.body).ok()?).ok()?;
+    Some((f.bth.psn, r.reth.vaddr, r.reth.length))
+}
+
+/// A restart at a PSN past the oldest request picks the request whose
+/// first PSN it is: three TID WRITEs of one segment each (PSNs 0x10,
+/// 0x11, 0x12) are requested; the WRITE_RESPs of the first two arrive
+/// (`s_last_psn` 0x11, the first WRITE still waiting for its TID ACK, the
+/// oldest request), the third's is lost; the expiry restarts from 0x12
+/// and the one request it sends is the third WRITE's WRITE_REQ (beside
+/// the first two WRITEs' data); every WRITE then completes.
+/// Kernel: `rvt_rc_timeout()` → `hfi1_restart_rc(qp, qp->s_last_psn + 1,
+/// 1)` → `reset_psn()`, whose walk from `s_acked` stops at the WQE whose
+/// first PSN is the restart PSN and starts it again (`OP(SEND_LAST)`).
+#[test]
+fn expiry_past_two_tid_writes_resends_the_third_write_req() {
+    let mut p = Pair::new(Setup {
+        resp_groups: 64,
+        write_region_len: 4 << 20,
+        ..Setup::default()
+    });
+    let wrs: Vec<u64> = (0..3)
+        .map(|_| {
+            let pages = p.n.pages.scattered(64);
+            p.n.post_write(0, pages, &mut LockToken::root())
+                .expect("the WRITE is posted")
+        })
+        .collect();
+    let reqs = p.send();
+    assert_eq!(
+        opcodes(&reqs),
+        [0x10, 0x11, 0x12].map(|x| (OP_TID_RDMA_WRITE_REQ, Psn::new(x)))
+    );
+    let resps = p.answer(&reqs);
+    assert_eq!(
+        opcodes(&resps),
+        [0x10, 0x11, 0x12].map(|x| (OP_TID_RDMA_WRITE_RESP, Psn::new(x)))
+    );
+    p.give_requester(&resps[..2]);
+    assert_eq!(p.requester(0, |r| r.last_psn()), Psn::new(0x11));
+    assert!(p.expire(0));
+    let again = p.send();
+    let write_reqs: Vec<_> = again.iter().filter_map(|x| write_req_of(x)).collect();
+    assert_eq!(
+        write_reqs,
+        [(Psn::new(0x12), remote(&p, wrs[2]), 64 * 4096)],
+        "the third WRITE's request, whole"
+    );
+    p.give_responder(&again);
+    p.finish(0);
+    let want: Vec<_> = wrs.iter().map(|&w| (w, WcStatus::Success)).collect();
+    assert_eq!(p.done[0], want);
     p.teardown_clean();
 }
