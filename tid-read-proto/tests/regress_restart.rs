@@ -328,8 +328,10 @@ fn expiry_with_the_timer_stopped_does_nothing() {
 /// refused a READ request (this QP takes no remote READs) and moved it to
 /// the error state while its own READ was in flight; the expiry reports
 /// the timer not acted on, counts no timeout and restarts nothing, and the
-/// READ completes flushed. Kernel: `rvt_rc_timeout()` acts only while
-/// `ib_rvt_state_ops[qp->state] & RVT_PROCESS_RECV_OK`.
+/// READ completes flushed. Kernel: `rvt_error_qp()` stops the retry timer
+/// of the whole QP, so no expiry reaches a QP in the error state; here the
+/// responder half's error leaves the requester's timer armed, and the
+/// expiry's state check stands in for that.
 #[test]
 fn expiry_in_the_error_state_does_nothing() {
     let mut p = tid_pair(16);
@@ -361,7 +363,7 @@ fn expiry_in_the_error_state_does_nothing() {
 
 /// Every expiry of a running retry timer counts one timeout and spends
 /// one retry; each restart asks for one request, then waits for an ACK.
-/// Kernel: `rvt_rc_timeout()` (`ibp->rvp.n_rc_timeouts++`) →
+/// Kernel: `rvt_rc_timeout()` (counting `n_rc_timeouts`) →
 /// `hfi1_restart_rc(qp, qp->s_last_psn + 1, 1)`.
 #[test]
 fn each_expiry_counts_a_timeout() {
@@ -427,8 +429,8 @@ fn expiry_behind_a_psn_nak_restarts_the_passed_segment_and_backs_up_last_psn() {
 /// counted as a completion in error; the QP is in the error state and
 /// holds nothing. Kernel: the class-B end of `do_rc_ack()`
 /// (`hfi1_trdma_send_complete()` with the NAK's status, then
-/// `rvt_error_qp()`, whose flush completes the rest
-/// `IB_WC_WR_FLUSH_ERR`).
+/// `rvt_error_qp()`; the flush of `hfi1_make_rc_req()` completes the
+/// rest `IB_WC_WR_FLUSH_ERR`).
 #[test]
 fn fatal_nak_fails_the_oldest_and_flushes_the_rest_in_order() {
     let mut p = tid_pair(16);
@@ -458,9 +460,12 @@ fn fatal_nak_fails_the_oldest_and_flushes_the_rest_in_order() {
 /// (`WAIT_HALT`, set here by hand as the TID retry timer's expiry sets it)
 /// and asks for a completion of every request (`SIGNAL_REQ_WR`, a QP
 /// attribute); a fatal NAK for the WRITE moves it to the error state
-/// with both waits cleared and the attribute kept. Kernel: the clear of
-/// `HFI1_S_WAIT_HALT | HFI1_S_WAIT_TID_RESP` when the QP errors
-/// (`rvt_error_qp()` and its hfi1 hooks) leaves `RVT_S_SIGNAL_REQ_WR`.
+/// with both waits cleared and the attribute kept. Kernel: 6.1 ends
+/// these waits only where the TID WRITE goes on
+/// (`hfi1_rc_rcv_tid_rdma_write_resp()`, `hfi1_rc_rcv_tid_rdma_ack()`;
+/// `HFI1_S_WAIT_HALT` is set by `hfi1_tid_retry_timeout()`), which a QP in
+/// the error state never reaches; the engine ends them with the error
+/// state, and like `rvt_error_qp()` leaves `RVT_S_SIGNAL_REQ_WR` alone.
 #[test]
 fn error_state_clears_the_tid_write_waits_and_keeps_the_other_flags() {
     let mut p = Pair::new(Setup {
