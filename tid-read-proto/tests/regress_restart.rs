@@ -6,7 +6,7 @@
 //! segments pending), what a retry-timer expiry does and does not do
 //! (`rvt_rc_timeout()`), and the error state's completions and send
 //! flags (`rvt_error_qp()`). Kernel: Linux 6.1's
-//! `drivers/infiniband/hw/hfi1/rc.c` and `sw/rdmavt/qp.c`. Everything is
+//! `drivers/infiniband/hw/hfi1/{rc,tid_rdma}.c` and `sw/rdmavt/qp.c`. Everything is
 //! observed through the public API: the packets sent, the completions,
 //! the requester's counters and accessors, the QP's send flags.
 
@@ -45,7 +45,7 @@ fn remote(p: &Pair, wr: u64) -> u64 {
     p.n.posted(0)
         .find(|x| x.wr_id == wr)
         .map(|x| x.remote)
-        .expect("a READ posted")
+        .expect("a request posted")
 }
 
 /// A PSN sequence NAK for `psn` to requester QP 0.
