@@ -18,6 +18,7 @@ use hfi1_hal::consts::{OP_TID_RDMA_WRITE_REQ, OP_TID_RDMA_WRITE_RESP};
 use hfi1_hal::flags::SFlags;
 use hfi1_hal::lock_order::LockToken;
 use tid_harness::doubles::Regions;
+use tid_harness::platform::SoftPlatform;
 use tid_harness::world::Setup;
 use tid_read_proto::packet::{self, Parsed};
 use tid_read_proto::qp;
@@ -323,42 +324,59 @@ fn expiry_with_the_timer_stopped_does_nothing() {
     p.finish_clean(0, &[wr]);
 }
 
-/// A retry-timer expiry on a QP that left the receiving states does
-/// nothing, even with the timer still running: the QP's responder half
-/// refused a READ request (this QP takes no remote READs) and moved it to
-/// the error state while its own READ was in flight; the expiry reports
-/// the timer not acted on, counts no timeout and restarts nothing, and the
-/// READ completes flushed. Kernel: `rvt_error_qp()` stops the retry timer
-/// of the whole QP, so no expiry reaches a QP in the error state; here the
-/// responder half's error leaves the requester's timer armed, and the
-/// expiry's state check stands in for that.
+/// A QP whose responder half moved it to the error state stops its
+/// requester's retry timer, as `rvt_error_qp()` does for the whole QP
+/// whichever half raised the error; a late expiry then does nothing: it
+/// reports the timer not acted on, counts no timeout, spends no retry and
+/// restarts nothing, and the READ in flight completes flushed. Here the
+/// responder half refuses a READ request (this QP takes no remote READs)
+/// while the QP's own READ is in flight, through the receive path's entry
+/// (`receive_plain_read_in`) and through the one without the context
+/// (`receive_plain_read`, whose caller then unwinds the QP).
 #[test]
 fn expiry_in_the_error_state_does_nothing() {
-    let mut p = tid_pair(16);
-    let retry = p.n.setup().retry_cnt;
-    let wr = p.post(0, 2);
-    assert_eq!(p.send().len(), 2);
-    {
-        let mut root = LockToken::root();
-        let q = &p.n.requesters[0];
-        let mut g = q.s_lock.lock(&mut root);
-        let r = reth::Repr {
-            vaddr: 0x1000,
-            rkey: 1,
-            length: 4096,
-        };
-        let v = qp::receive_plain_read_in(&p.n.rcd, q, &mut g, Psn::new(0x10), &r, &Regions::new());
-        assert_eq!(v, ReqVerdict::Refused(Some(NakCode::InvalidRequest)));
+    for with_context in [true, false] {
+        let mut p = tid_pair(16);
+        let retry = p.n.setup().retry_cnt;
+        let wr = p.post(0, 2);
+        assert_eq!(p.send().len(), 2);
+        assert!(p.retry_timer(0).is_some(), "the READ's timer runs");
+        {
+            let mut root = LockToken::root();
+            let q = &p.n.requesters[0];
+            let mut g = q.s_lock.lock(&mut root);
+            let r = reth::Repr {
+                vaddr: 0x1000,
+                rkey: 1,
+                length: 4096,
+            };
+            let v = if with_context {
+                qp::receive_plain_read_in(&p.n.rcd, q, &mut g, Psn::new(0x10), &r, &Regions::new())
+            } else {
+                qp::receive_plain_read::<SoftPlatform>(&mut g, Psn::new(0x10), &r, &Regions::new())
+            };
+            assert_eq!(v, ReqVerdict::Refused(Some(NakCode::InvalidRequest)));
+        }
+        assert_eq!(p.states(0).0, QpState::Error);
+        assert_eq!(p.retry_timer(0), None, "the error state stops the timer");
+        assert_eq!(p.rnr_timer(0), None);
+        assert!(!p.expire(0));
+        let st = p.req_stats();
+        assert_eq!((st.timeouts, st.restarts), (0, 0));
+        assert_eq!(p.requester(0, |r| r.retries_left()), retry);
+        if !with_context {
+            // Without the context the entry cannot schedule the send
+            // engine; the caller unwinds the QP (its documented contract).
+            let mut root = LockToken::root();
+            let q = &p.n.requesters[0];
+            let mut g = q.s_lock.lock(&mut root);
+            qp::flush(&p.n.rcd, q, &mut g);
+        }
+        assert!(p.send().is_empty());
+        p.poll_all();
+        assert_eq!(p.done[0], [(wr, WcStatus::Flushed)]);
+        p.teardown_clean();
     }
-    assert_eq!(p.states(0).0, QpState::Error);
-    assert!(p.retry_timer(0).is_some(), "the timer still runs");
-    assert!(!p.expire(0));
-    let st = p.req_stats();
-    assert_eq!((st.timeouts, st.restarts), (0, 0));
-    assert_eq!(p.requester(0, |r| r.retries_left()), retry);
-    assert!(p.send().is_empty());
-    assert_eq!(p.done[0], [(wr, WcStatus::Flushed)]);
-    p.teardown_clean();
 }
 
 /// Every expiry of a running retry timer counts one timeout and spends

@@ -174,7 +174,8 @@ pub fn parts<'a, 't, P: TidPlatform>(g: &'a mut SGuard<'t, P>) -> Parts<'a, 't, 
 }
 
 /// Runs `f` on the parts of a locked QP; if it moved the QP to the error
-/// state, the QP then leaves its TID wait, and its send engine is
+/// state, the QP then leaves its TID wait, its requester's retry and RNR
+/// timers stop, and its send engine is
 /// scheduled if READs or WRITEs it posted are still outstanding (the send
 /// engine of a QP in the error state completes them flushed).
 ///
@@ -192,6 +193,9 @@ fn unwinding<P: TidPlatform, T>(
     let out = f(parts(g));
     if before.receives() && !g.ext.state.receives() {
         qp_wait::flush_wait::<P, _>(qp, g, &rcd.exp_lock, &rcd.sched);
+        // As `rvt_error_qp()`: the requester's timers stop whichever half
+        // raised the error, so no expiry reaches a QP in the error state.
+        g.ext.requester.stop_timers();
         // As `rvt_error_qp()`: the send engine drains the send queue. An
         // error the requester raised has drained it already; one the
         // responder raised (`rvt_rc_error()`) leaves the READs posted.

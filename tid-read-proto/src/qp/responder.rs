@@ -16,7 +16,7 @@ use tid_flow::RcvCtxt;
 #[cfg(doc)]
 use super::flush;
 use super::{TidPlatform, parts, unwinding, with_write_responder};
-use crate::rc::{EngineError, MrTable, PacketSink, SourceData};
+use crate::rc::{EngineError, MrTable, PacketSink, QpState, SourceData};
 use crate::requester::KdethError;
 use crate::responder::ReqVerdict;
 #[cfg(doc)]
@@ -45,9 +45,13 @@ pub fn receive_read_req<P: TidPlatform>(
     payload: &[u8],
     mrs: &impl MrTable,
 ) -> ReqVerdict {
+    let before = g.ext.state;
     let p = parts::<P>(g);
-    p.responder
-        .receive_read_req(p.conn, p.state, psn, hdr, payload, mrs)
+    let v = p
+        .responder
+        .receive_read_req(p.conn, p.state, psn, hdr, payload, mrs);
+    stop_timers_on_error::<P>(g, before);
+    v
 }
 
 /// Receives a plain RDMA READ request: [`Responder::receive_plain_read`].
@@ -65,8 +69,24 @@ pub fn receive_plain_read<P: TidPlatform>(
     r: &reth::Repr,
     mrs: &impl MrTable,
 ) -> ReqVerdict {
+    let before = g.ext.state;
     let p = parts::<P>(g);
-    p.responder.receive_plain_read(p.conn, p.state, psn, r, mrs)
+    let v = p.responder.receive_plain_read(p.conn, p.state, psn, r, mrs);
+    stop_timers_on_error::<P>(g, before);
+    v
+}
+
+/// If the QP left the receiving states (from `before`), its requester's
+/// retry and RNR timers stop, as `rvt_error_qp()` stops them whichever
+/// half raised the error.
+///
+/// # Locking
+///
+/// The QP's `s_lock` held (`g`).
+fn stop_timers_on_error<P: TidPlatform>(g: &mut SGuard<'_, P>, before: QpState) {
+    if before.receives() && !g.ext.state.receives() {
+        g.ext.requester.stop_timers();
+    }
 }
 
 /// The responder's send engine: [`Responder::send_responses`].
