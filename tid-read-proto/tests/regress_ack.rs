@@ -382,10 +382,12 @@ fn a_tid_read_completed_after_an_expiry_leaves_the_cursor_past_it() {
 }
 
 /// A post whose elements add up to exactly 2 GiB is accepted; one byte
-/// more is refused `BadSgl` and leaves nothing queued. Kernel:
-/// `rvt_post_one_wr()` (`rvt_qp_valid_operation()` / the `length >
-/// 0x80000000` check of the verbs layer: a message is at most 2^31
-/// bytes).
+/// more is refused `BadSgl` and leaves nothing queued. The limit is the
+/// message size rdmavt advertises (`max_msg_sz` 2^31 in
+/// `rvt_query_device()`, `drivers/infiniband/sw/rdmavt/vt.c`); 6.1's
+/// `rvt_post_one_wr()` sums the lengths into its 32-bit `wqe->length`
+/// without a check, the engine refuses what the device says it cannot
+/// carry.
 #[test]
 fn a_post_of_exactly_2_gib_is_taken_and_one_byte_more_refused() {
     let rcd = new_ctxt(1, 16, 4, 9).unwrap();
