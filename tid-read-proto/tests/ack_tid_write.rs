@@ -10,6 +10,9 @@
 //! READ's or a plain WRITE's ACK spins for ever in the completion loop of
 //! `do_rc_ack()`, so the other test binaries hang; a TID WRITE completes
 //! from the TID ACK's own walk, which ends, and these tests fail at once.
+//! Its name sorts before every other test binary's: `cargo test` runs
+//! them in that order and stops at the first that fails, so with this one
+//! failing first the run ends instead of hanging in the next.
 
 use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::sim::SimMemory;
