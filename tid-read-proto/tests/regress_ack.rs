@@ -4,8 +4,9 @@
 //! outside: the verdict of each AETH class and NAK code, the status a
 //! fatal NAK or a spent budget completes the oldest READ with, the
 //! counters, the retry timer's duration after an ACK, where the send
-//! cursor stands after an expiry and the responses that follow it, an
-//! RNR NAK while the RNR timer runs, and the 2 GiB limit of a post.
+//! cursor stands after an expiry and the responses that follow it (and
+//! after a WRITE being resent completes), an RNR NAK while the RNR timer
+//! runs, and the 2 GiB limit of a post.
 //!
 //! Mutation testing left these rules with no test that notices them
 //! broken; each test here fails with its rule changed.
@@ -15,14 +16,19 @@ mod common;
 use common::{Kind, Pair, ack, kind, lone};
 use hfi1_hal::Psn;
 use hfi1_hal::lock_order::LockToken;
+use hfi1_hal::sim::SimMemory;
 use tid_flow::Sge;
+use tid_harness::doubles::{self, Outbox, PageAllocator};
 use tid_harness::platform::{new_ctxt, new_qp};
 use tid_harness::world::{Arrival, Setup};
 use tid_read_proto::opfn::timeout_shift;
+use tid_read_proto::qp;
 use tid_read_proto::rc::retry::{retry_ns, rnr_ns};
-use tid_read_proto::rc::{DEFAULT_TIMEOUT, EngineError, QpState, WcStatus};
+use tid_read_proto::rc::{DEFAULT_TIMEOUT, EngineError, QpState, SourceData, WcStatus};
 use tid_read_proto::requester::AckVerdict;
-use tid_read_proto::wire::aeth::NakCode;
+use tid_read_proto::wire::aeth::{self, NakCode};
+use tid_read_proto::wire::frame;
+use tid_read_proto::write::requester::{OP_RDMA_WRITE_FIRST, OP_RDMA_WRITE_LAST, WriteWr};
 
 /// The AETH syndrome of an ACK (credit field "invalid").
 const ACK: u8 = 0x1F;
@@ -382,10 +388,12 @@ fn a_tid_read_completed_after_an_expiry_leaves_the_cursor_past_it() {
 }
 
 /// A post whose elements add up to exactly 2 GiB is accepted; one byte
-/// more is refused `BadSgl` and leaves nothing queued. Kernel:
-/// `rvt_post_one_wr()` (`rvt_qp_valid_operation()` / the `length >
-/// 0x80000000` check of the verbs layer: a message is at most 2^31
-/// bytes).
+/// more is refused `BadSgl` and leaves nothing queued. The limit is the
+/// message size rdmavt advertises (`max_msg_sz` 2^31 in
+/// `rvt_query_device()`, `drivers/infiniband/sw/rdmavt/vt.c`); 6.1's
+/// `rvt_post_one_wr()` sums the lengths into its 32-bit `wqe->length`
+/// without a check, the engine refuses what the device says it cannot
+/// carry.
 #[test]
 fn a_post_of_exactly_2_gib_is_taken_and_one_byte_more_refused() {
     let rcd = new_ctxt(1, 16, 4, 9).unwrap();
@@ -422,4 +430,85 @@ fn a_post_of_exactly_2_gib_is_taken_and_one_byte_more_refused() {
     tid_read_proto::qp::flush(&rcd, &qp, &mut g);
     drop(g);
     assert_eq!(rcd.mem.live_allocations(), 0);
+}
+
+/// The local memory as the send engine's source of WRITE payloads.
+struct Src<'a>(&'a SimMemory);
+
+impl SourceData for Src<'_> {
+    fn read(&self, vaddr: u64, out: &mut [u8]) -> bool {
+        self.0.read(vaddr, out).is_ok()
+    }
+}
+
+/// The RDMA READ request opcode.
+const OP_RDMA_READ_REQUEST: u8 = 0x0C;
+
+/// A plain RDMA WRITE (IB PSNs 7 to 9) and a plain READ behind it (PSN
+/// 10) are sent; the retry timer expires, backing the send state up to
+/// the WRITE. A NAK with an ignored code for PSN 10 then acknowledges the
+/// whole WRITE, which completes; the READ it has already started is sent
+/// again from its own first PSN, not from where the restart had put the
+/// cursor. Kernel: `do_rc_completion()` (`s_acked == s_cur`: `s_cur`
+/// moves on and `s_psn = wqe->psn` for the request started after it),
+/// with the `case 3` of `do_rc_ack()` ignoring the code (`reserved`:
+/// nothing else moves the cursor).
+#[test]
+fn a_write_completed_during_its_resend_resends_the_next_from_its_psn() {
+    let rcd = new_ctxt(1, 16, 4, 9).unwrap();
+    let qp = new_qp(0x100, 0, 0, lone::requester_conn(0x100), Psn::new(7));
+    let mut mem = SimMemory::new();
+    let src = PageAllocator::new(0x100).scattered(3);
+    doubles::map(&mut mem, &src);
+    let dst = PageAllocator::new(0x200).scattered(1);
+    let mut root = LockToken::root();
+    {
+        let mut g = qp.s_lock.lock(&mut root);
+        let wr = WriteWr {
+            wr_id: 1,
+            // Not page-aligned: a plain RDMA WRITE.
+            remote_addr: lone::REMOTE + 0x200,
+            rkey: 9,
+            sges: &src,
+        };
+        qp::post_write(&rcd, &qp, &mut g, &wr).unwrap();
+    }
+    lone::post_read(&rcd, &qp, 2, &dst).unwrap();
+    // The send engine once per schedule, bounded.
+    let send = |root: &mut LockToken<'_, _>| {
+        let mut out = Outbox::new();
+        for _ in 0..8 {
+            let Some(q) = rcd.sched.pop_send() else { break };
+            qp::send_engine_with(&rcd, &q, root, &mut out, &Src(&mem)).unwrap();
+        }
+        let sent: Vec<(u8, u32)> = out
+            .drain()
+            .map(|p| {
+                let f = frame::parse(&p).unwrap();
+                (f.bth.opcode, f.bth.psn.get())
+            })
+            .collect();
+        sent
+    };
+    let first = send(&mut root);
+    assert_eq!(first.len(), 4, "{first:x?}");
+    assert_eq!(first[0], (OP_RDMA_WRITE_FIRST, 7));
+    assert_eq!(first[2], (OP_RDMA_WRITE_LAST, 9));
+    assert_eq!(first[3], (OP_RDMA_READ_REQUEST, 10));
+    let mut g = qp.s_lock.lock(&mut root);
+    assert!(qp::timeout(&rcd, &qp, &mut g), "the timer ran");
+    assert_eq!(g.ext.requester.send_psn(), Psn::new(7), "backed up");
+    let ignored = aeth::Repr {
+        syndrome: NakCode::InvalidRdRequest.syndrome(),
+        msn: 0,
+    };
+    let v = qp::receive_ack(&rcd, &qp, &mut g, Psn::new(10), &ignored);
+    assert_eq!(v, AckVerdict::NotActed);
+    let c = g.ext.requester.poll().map(|c| (c.wr_id, c.status));
+    assert_eq!(c, Some((1, WcStatus::Success)), "the WRITE is acknowledged");
+    assert_eq!(g.ext.requester.send_psn(), Psn::new(10));
+    drop(g);
+    assert_eq!(send(&mut root), [(OP_RDMA_READ_REQUEST, 10)]);
+    let mut g = qp.s_lock.lock(&mut root);
+    qp::flush(&rcd, &qp, &mut g);
 }

@@ -10,6 +10,9 @@
 //! READ's or a plain WRITE's ACK spins for ever in the completion loop of
 //! `do_rc_ack()`, so the other test binaries hang; a TID WRITE completes
 //! from the TID ACK's own walk, which ends, and these tests fail at once.
+//! Its name sorts before every other test binary's: `cargo test` runs
+//! them in that order and stops at the first that fails, so with this one
+//! failing first the run ends instead of hanging in the next.
 
 use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::sim::SimMemory;
@@ -224,12 +227,13 @@ fn a_tid_write_completes_with_its_tid_ack() {
 }
 
 /// Two one-segment TID WRITEs (IB PSNs 7 and 8) with both WRITE_RESPs
-/// taken: `s_last_psn` is 8. The first WRITE's TID ACK then completes it
-/// without moving `s_last_psn` back to its own last PSN (7), which would
-/// take a duplicate of the second WRITE_RESP for a new one; the second's
-/// TID ACK completes it. Kernel: `do_rc_completion()` moves `s_last_psn`
-/// only for a request that is not a TID WRITE (whose TID ACKs come after
-/// later requests' WRITE_RESPs).
+/// taken: `s_last_psn` is 8. The first WRITE's TID ACK then completes it,
+/// leaving the second (and only it) outstanding, without moving
+/// `s_last_psn` back to its own last PSN (7), which would take a
+/// duplicate of the second WRITE_RESP for a new one; the second's TID ACK
+/// completes it. Kernel: `do_rc_completion()` moves `s_acked` one on
+/// (`s_cur` is past it) and `s_last_psn` only for a request that is not a
+/// TID WRITE (whose TID ACKs come after later requests' WRITE_RESPs).
 #[test]
 fn a_tid_writes_completion_does_not_move_s_last_psn_back() {
     let mut w = world();
@@ -244,11 +248,11 @@ fn a_tid_writes_completion_does_not_move_s_last_psn_back() {
         w.tid_ack(7, 63),
         TidAckVerdict::Acked { completed: 1, .. }
     ));
+    assert_eq!(w.last_psn_and_outstanding(), (8, 1), "s_last_psn kept");
     assert_eq!(
         w.poll().map(|c| (c.wr_id, c.status)),
         Some((1, WcStatus::Success))
     );
-    assert_eq!(w.last_psn_and_outstanding(), (8, 1), "s_last_psn kept");
     assert_eq!(
         w.write_resp(8, 64, 64),
         WriteRespVerdict::Dropped,
