@@ -6,13 +6,10 @@
 //! WRITE_RESPs of the requests after it moved it.
 //!
 //! The file holds TID WRITEs only, and every loop in it is bounded: with
-//! the completion made a no-op (a mutant mutation testing left alive) a
-//! READ's or a plain WRITE's ACK spins for ever in the completion loop of
-//! `do_rc_ack()`, so the other test binaries hang; a TID WRITE completes
-//! from the TID ACK's own walk, which ends, and these tests fail at once.
-//! Its name sorts before every other test binary's: `cargo test` runs
-//! them in that order and stops at the first that fails, so with this one
-//! failing first the run ends instead of hanging in the next.
+//! the completion made a no-op a READ's or a plain WRITE's ACK leaves the
+//! request at `s_acked` uncompleted (the completion loop of `do_rc_ack()`
+//! gives up after a queue's worth of passes), while a TID WRITE completes
+//! from the TID ACK's own walk, so these tests show that completion alone.
 
 use hfi1_hal::lock_order::LockToken;
 use hfi1_hal::sim::SimMemory;

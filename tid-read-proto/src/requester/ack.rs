@@ -193,7 +193,13 @@ impl<P: FlowPlatform> Requester<P> {
         psn: Psn,
         op: RespOp,
     ) -> ControlFlow<bool> {
-        while self.sq.acked != self.sq.tail {
+        // Each pass completes the request at `s_acked` or leaves; the
+        // queue holds at most `SQ_SIZE`, so the bound only keeps a broken
+        // completion from spinning under `s_lock`.
+        for _ in 0..crate::rc::SQ_SIZE {
+            if self.sq.acked == self.sq.tail {
+                break;
+            }
             let i = self.sq.acked;
             let Some(w) = self.sq.get(i) else { break };
             let diff = ack_psn.delta(w.lpsn);
