@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The requester's handling of a TID READ_RESP the chip flagged with a
+//! KDETH flow sequence or generation error (kernel
+//! `handle_read_kdeth_eflags()`), pinned through what software can see:
+//! the requester's counters, each packet's verdict, the request sent
+//! next and the completions. The IB PSN window's lower edge, the walk
+//! that restarts an earlier READ a later packet shows lost, the drop
+//! when nothing is outstanding, the stale-generation count and the
+//! expected PSN software PSN checking starts from each decide which
+//! counter a packet lands in and what is asked for again; a slip in any
+//! of them either hides a loss or restarts (and spends the retry budget)
+//! for nothing.
+
+mod common;
+
+use common::{Kind, Pair, kind};
+use hfi1_hal::sim::RcvError;
+use hfi1_hal::{FlowPsn, Psn};
+use tid_harness::world::{Arrival, Setup};
+use tid_read_proto::packet::{self, Parsed};
+use tid_read_proto::requester::RespVerdict;
+
+/// Four-packet segments (16 KiB at a 4 KiB MTU), so a segment has packets
+/// the chip places silently before its last; READs of two pages and more
+/// are TID READs; retry count 7.
+fn pair() -> Pair {
+    Pair::new(Setup {
+        seg_len: 16384,
+        tid_read_min: 8192,
+        retry_cnt: 7,
+        ..Setup::default()
+    })
+}
+
+/// Delivers one READ_RESP to the requester node: the chip's error and
+/// the requester's verdict, if the chip handed the packet to software.
+fn give(p: &mut Pair, pkt: &[u8]) -> (Option<RcvError>, Option<RespVerdict>) {
+    let at = p.give_requester(&[pkt.to_vec()]);
+    match &at[0].arrival {
+        Arrival::ReadResp {
+            outcome, verdict, ..
+        } => (
+            outcome.error,
+            verdict
+                .as_ref()
+                .map(|v| *v.as_ref().expect("the engine runs")),
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The BTH (flow) PSN of a TID READ_RESP.
+fn flow_psn(p: &[u8]) -> FlowPsn {
+    match packet::parse(p).unwrap().1 {
+        Parsed::ReadResp { bth, .. } => FlowPsn::from_raw(bth.psn.get()),
+        _ => panic!("not a READ_RESP"),
+    }
+}
+
+/// At the first sequence error of an episode, software PSN checking
+/// starts from the chip's own next expected flow PSN when the chip stands
+/// at the segment's last packet (it placed every packet but the last):
+/// the restart's copies of the packets the chip already placed are
+/// behind and dropped, and only the last packet, in sequence for the
+/// chip, completes the segment. Kernel: `read_r_next_psn()` read into
+/// the oldest segment's `r_next_psn` when `HFI1_R_TID_SW_PSN` is not yet
+/// set, in `handle_read_kdeth_eflags()`; the engine keeps the segment's
+/// own expectation only once the chip has passed the segment's last
+/// packet.
+///
+/// Fails with that exception widened to a chip standing at the last
+/// packet (`>=`): software keeps expecting the segment's first packet,
+/// and the restart's copies of packets 0..=2 are taken (`Counted`).
+#[test]
+fn first_seq_error_with_the_chip_at_the_last_packet_takes_the_chips_psn() {
+    let mut p = pair();
+    let wr = p.post(0, 8);
+    let reqs = p.send();
+    assert_eq!(reqs.len(), 2, "two segments requested");
+    let resps = p.answer(&reqs);
+    assert_eq!(resps.len(), 8);
+    // Segment 0's packets 0..=2 in sequence, placed silently; its last
+    // packet is lost; segment 1's first arrives ahead of the chip.
+    for r in &resps[..3] {
+        assert_eq!(give(&mut p, r), (None, None));
+    }
+    let before = p.req_stats();
+    assert_eq!(
+        give(&mut p, &resps[4]),
+        (Some(RcvError::FlowSeq), Some(RespVerdict::Dropped))
+    );
+    let st = p.req_stats();
+    assert_eq!(st.seq_errors, before.seq_errors + 1);
+    assert_eq!(st.sw_dropped, before.sw_dropped + 1);
+    assert_eq!(st.seq_restarts, before.seq_restarts + 1);
+    // The restart asks for segment 0 again, from its first IB PSN.
+    let again = p.send();
+    assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x10)));
+    let resent = p.answer(&again[..1]);
+    assert_eq!(resent.len(), 4);
+    assert_eq!(
+        flow_psn(&resent[0]),
+        flow_psn(&resps[0]),
+        "the same flow PSNs"
+    );
+    // Packets 0..=2 again: behind the chip (it expects 3) and behind
+    // software, which took the chip's PSN.
+    let before = p.req_stats();
+    for (i, r) in resent[..3].iter().enumerate() {
+        assert_eq!(
+            give(&mut p, r),
+            (Some(RcvError::FlowSeq), Some(RespVerdict::Dropped)),
+            "copy of packet {i}"
+        );
+    }
+    let st = p.req_stats();
+    assert_eq!(st.sw_dropped, before.sw_dropped + 3);
+    assert_eq!(st.segments_done, 0);
+    // The last packet is in sequence for the chip: it completes segment 0.
+    assert_eq!(
+        give(&mut p, &resent[3]),
+        (None, Some(RespVerdict::Completed))
+    );
+    assert_eq!(p.req_stats().segments_done, 1);
+    p.finish_clean(0, &[wr]);
+}
