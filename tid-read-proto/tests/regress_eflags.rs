@@ -124,3 +124,112 @@ fn first_seq_error_with_the_chip_at_the_last_packet_takes_the_chips_psn() {
     assert_eq!(p.req_stats().segments_done, 1);
     p.finish_clean(0, &[wr]);
 }
+
+/// Runs one single-segment READ of four pages to completion, every
+/// packet in sequence; returns its `wr_id` and its responses (a late
+/// copy of which the tests deliver).
+fn complete_one(p: &mut Pair) -> (u64, Vec<Vec<u8>>) {
+    let wr = p.post(0, 4);
+    let reqs = p.send();
+    assert_eq!(reqs.len(), 1);
+    let resps = p.answer(&reqs);
+    assert_eq!(resps.len(), 4);
+    for r in &resps[..3] {
+        assert_eq!(give(p, r), (None, None));
+    }
+    assert_eq!(give(p, &resps[3]), (None, Some(RespVerdict::Completed)));
+    p.poll_all();
+    assert_eq!(p.done[0].len(), 1);
+    (wr, resps)
+}
+
+/// With nothing outstanding, a flagged READ_RESP inside the IB PSN
+/// window (a late copy of the completed READ's last packet: its IB PSN is
+/// `s_last_psn`, its generation the one the flow left) is dropped before
+/// anything is counted against a request: no stale-generation drop, no
+/// sequence error, no PSN-window drop, no restart. Kernel: the
+/// `qp->s_acked == qp->s_tail` exit after the walk over earlier READs in
+/// `handle_read_kdeth_eflags()`; the window's lower edge is
+/// `cmp_psn(ibpsn, qp->s_last_psn) < 0`, so `s_last_psn` itself is inside.
+///
+/// Fails with the empty-queue exit requiring the QP out of the receive
+/// states as well (`&&`): the copy is counted `stale_dropped`. Fails with
+/// the window's lower edge exclusive (`<=`): it is counted `psn_dropped`.
+#[test]
+fn flagged_copy_with_nothing_outstanding_is_dropped_uncounted() {
+    let mut p = pair();
+    let (wr, resps) = complete_one(&mut p);
+    let before = p.req_stats();
+    for _ in 0..2 {
+        assert_eq!(
+            give(&mut p, &resps[3]),
+            (Some(RcvError::FlowGen), Some(RespVerdict::Dropped))
+        );
+    }
+    let st = p.req_stats();
+    assert_eq!(
+        st.kdeth_errors,
+        before.kdeth_errors + 2,
+        "both reached software"
+    );
+    assert_eq!(st.resp_dropped, before.resp_dropped + 2);
+    assert_eq!(
+        st.stale_dropped, before.stale_dropped,
+        "no request to be stale for"
+    );
+    assert_eq!(st.seq_errors, before.seq_errors);
+    assert_eq!(
+        st.psn_dropped, before.psn_dropped,
+        "s_last_psn is in the window"
+    );
+    assert_eq!(st.restarts, before.restarts);
+    assert!(p.send().is_empty(), "nothing asked for again");
+    p.finish_clean(0, &[wr]);
+}
+
+/// With a later READ outstanding, each late copy of the completed READ's
+/// last packet (IB PSN `s_last_psn`, the flow's old generation) passes
+/// the IB PSN window and is dropped as a stale generation, counted once
+/// each; the outstanding READ is neither restarted nor disturbed and
+/// completes. Kernel: the generation-error case of
+/// `hfi1_handle_kdeth_eflags()` after `handle_read_kdeth_eflags()`'s
+/// window (`s_last_psn` inclusive) and its walk.
+///
+/// Fails with the stale count decremented or multiplied (`-=`: underflow;
+/// `*=`: stays 0, not 2). Fails with the window's lower edge exclusive
+/// (`<=`): the copies are counted `psn_dropped`, not `stale_dropped`.
+#[test]
+fn stale_generation_copies_are_counted_each_while_a_read_is_outstanding() {
+    let mut p = pair();
+    let (a, old) = complete_one(&mut p);
+    let b = p.post(0, 4);
+    let reqs = p.send();
+    assert_eq!(reqs.len(), 1, "B's one segment");
+    let before = p.req_stats();
+    for _ in 0..2 {
+        assert_eq!(
+            give(&mut p, &old[3]),
+            (Some(RcvError::FlowGen), Some(RespVerdict::Dropped))
+        );
+    }
+    let st = p.req_stats();
+    assert_eq!(st.stale_dropped, before.stale_dropped + 2);
+    assert_eq!(
+        st.psn_dropped, before.psn_dropped,
+        "s_last_psn is in the window"
+    );
+    assert_eq!(st.seq_errors, before.seq_errors);
+    assert_eq!(
+        (st.restarts, st.seq_restarts),
+        (before.restarts, before.seq_restarts)
+    );
+    let resps = p.answer(&reqs);
+    for r in &resps[..3] {
+        assert_eq!(give(&mut p, r), (None, None));
+    }
+    assert_eq!(
+        give(&mut p, &resps[3]),
+        (None, Some(RespVerdict::Completed))
+    );
+    p.finish_clean(0, &[a, b]);
+}
