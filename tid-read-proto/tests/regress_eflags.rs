@@ -233,3 +233,68 @@ fn stale_generation_copies_are_counted_each_while_a_read_is_outstanding() {
     );
     p.finish_clean(0, &[a, b]);
 }
+
+/// A flagged packet of a later READ than the oldest unfinished one shows
+/// the oldest READ's response lost and restarts that READ at once, even
+/// in the middle of software PSN checking, as soon as the episode's
+/// restart mark is gone: here a copy behind the expected PSN (the
+/// restart's first packet) ends the first episode, and the next packet
+/// of the later READ B restarts A again, from A's first IB PSN, spending
+/// the retry budget a second time; both READs then complete. Kernel: the
+/// walk over `s_acked`'s WQE ahead of the software PSN check in
+/// `handle_read_kdeth_eflags()` (`RVT_R_RDMAR_SEQ` tested, then
+/// `restart_tid_rdma_read_req()`), and the behind branch clearing
+/// `RVT_R_RDMAR_SEQ`.
+///
+/// Fails with the walk skipped while something is outstanding (`==`):
+/// only software PSN checking is left, which takes B's packet for one
+/// ahead of A's expected PSN and drops it; A is restarted once, not twice.
+#[test]
+fn later_reads_packet_restarts_the_oldest_read_once_the_episode_ended() {
+    let mut p = pair();
+    let a = p.post(0, 4);
+    let b = p.post(0, 4);
+    let reqs = p.send();
+    assert_eq!(
+        reqs.iter().map(|r| kind(r)).collect::<Vec<_>>(),
+        [Kind::TidReq(Psn::new(0x10)), Kind::TidReq(Psn::new(0x14))]
+    );
+    let resps = p.answer(&reqs);
+    assert_eq!(resps.len(), 8);
+    // A's packets 0..=2 in sequence; A's last packet is lost; B's first
+    // arrives ahead of the chip: the episode starts with one restart.
+    for r in &resps[..3] {
+        assert_eq!(give(&mut p, r), (None, None));
+    }
+    assert_eq!(
+        give(&mut p, &resps[4]),
+        (Some(RcvError::FlowSeq), Some(RespVerdict::Dropped))
+    );
+    let st = p.req_stats();
+    assert_eq!((st.seq_restarts, st.restarts), (1, 1));
+    let again = p.send();
+    assert_eq!(kind(&again[0]), Kind::TidReq(Psn::new(0x10)), "A again");
+    let resent = p.answer(&again);
+    // The restart's copy of A's packet 0 is behind: dropped, the
+    // episode's restart mark cleared.
+    assert_eq!(
+        give(&mut p, &resent[0]),
+        (Some(RcvError::FlowSeq), Some(RespVerdict::Dropped))
+    );
+    assert_eq!(
+        p.req_stats().seq_restarts,
+        1,
+        "a packet behind restarts nothing"
+    );
+    // B's second packet of the first stream: A is restarted again.
+    assert_eq!(
+        give(&mut p, &resps[5]),
+        (Some(RcvError::FlowSeq), Some(RespVerdict::Dropped))
+    );
+    let st = p.req_stats();
+    assert_eq!((st.seq_restarts, st.restarts), (2, 2));
+    let third = p.send();
+    assert_eq!(kind(&third[0]), Kind::TidReq(Psn::new(0x10)), "A once more");
+    p.give_responder(&third);
+    p.finish_clean(0, &[a, b]);
+}
