@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-3-Clause
+//! The TID READ_RESP receive path's drop counters, each seen at an exact
+//! count above one: a response to a QP that no longer receives, a TID
+//! error, a flagged flow error outside the IB PSN window, and a response
+//! that names no TID READ. These counters are the only record of why a
+//! response went nowhere (the verdict is `Dropped` for all of them), so a
+//! counter that stops counting, or counts the wrong way, hides which of
+//! the kernel's drop paths a fabric took.
+
+mod common;
+
+use common::{Pair, forge_resp};
+use hfi1_hal::sim::RcvError;
+use hfi1_hal::{FlowPsn, Psn};
+use tid_harness::world::{Arrival, AtRequester, Setup};
+use tid_read_proto::rc::{QpState, WcStatus};
+use tid_read_proto::requester::RespVerdict;
+
+/// The chip's error and the receive path's verdict for one arrival (a
+/// TID READ_RESP).
+fn seen(at: &AtRequester) -> (Option<RcvError>, Option<RespVerdict>) {
+    match at.arrival {
+        Arrival::ReadResp {
+            outcome, verdict, ..
+        } => (
+            outcome.error,
+            verdict.map(|v| v.expect("the receive path runs")),
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A READ_RESP for a QP out of RTS is dropped and counted as a dropped
+/// response, each time: two segment-last packets for a QP a stray
+/// response moved to the error state give `resp_dropped == 2`. Kernel:
+/// the `ib_rvt_state_ops[qp->state] & RVT_PROCESS_RECV_OK` test at the
+/// top of `hfi1_rc_rcv_tid_rdma_read_resp()` and
+/// `hfi1_handle_kdeth_eflags()`.
+#[test]
+fn responses_to_a_qp_not_receiving_are_dropped_and_counted() {
+    let mut p = Pair::small(16, 8192, 7);
+    let (wr, resps) = p.serve(0, 2);
+    assert_eq!(resps.len(), 2, "two one-page segments");
+    let bad = forge_resp(&resps[0], |_, _, h| h.verbs_psn = Psn::new(0x500));
+    let at = p.give_requester(&[bad]);
+    assert_eq!(seen(&at[0]).1, Some(RespVerdict::LostTrack));
+    assert_eq!(p.states(0).0, QpState::Error);
+    assert_eq!(p.done[0], [(wr, WcStatus::Flushed)]);
+    let before = p.req_stats();
+    assert_eq!(before.resp_dropped, 0);
+    let at = p.give_requester(&resps);
+    for a in &at {
+        assert_eq!(seen(a).1, Some(RespVerdict::Dropped));
+    }
+    let s = p.req_stats();
+    assert_eq!(s.resp_dropped, 2);
+    // The state test comes before any KDETH error is looked at.
+    assert_eq!(s.kdeth_errors, before.kdeth_errors);
+    assert_eq!(s.tid_dropped, before.tid_dropped);
+    assert_eq!(s.no_request, 1);
+    assert_eq!(p.held(), 0);
+    p.teardown_clean();
+}
+
+/// A READ_RESP the chip flagged with a TID error is dropped (nothing was
+/// placed) and counted both as a KDETH error and as a TID drop: two
+/// copies of a completed segment's last packet, whose entries were
+/// unprogrammed, give `kdeth_errors == 2` and `tid_dropped == 2`, and the
+/// READ still completes. Kernel: the `RHF_TID_ERR` case of
+/// `handle_read_kdeth_eflags()` (counted in `hfi1_handle_kdeth_eflags()`).
+#[test]
+fn tid_errors_are_dropped_and_counted_each_time() {
+    let mut p = Pair::small(16, 8192, 7);
+    let (wr, resps) = p.serve(0, 2);
+    assert_eq!(resps.len(), 2);
+    let at = p.give_requester(&resps[..1]);
+    assert_eq!(seen(&at[0]), (None, Some(RespVerdict::Completed)));
+    let at = p.give_requester(&[resps[0].clone(), resps[0].clone()]);
+    for a in &at {
+        assert_eq!(seen(a), (Some(RcvError::Tid), Some(RespVerdict::Dropped)));
+    }
+    let s = p.req_stats();
+    assert_eq!(s.kdeth_errors, 2);
+    assert_eq!(s.tid_dropped, 2);
+    assert_eq!(s.resp_dropped, 0, "a TID drop is its own count");
+    p.give_requester(&resps[1..]);
+    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
+    assert_eq!(p.req_stats().kdeth_errors, 2);
+    p.teardown_clean();
+}
+
+/// A READ_RESP flagged with a flow sequence error whose IB PSN lies
+/// outside `[s_last_psn, s_psn]` is dropped by the KDETH error path and
+/// counted as a KDETH error and a dropped response: two such packets give
+/// `kdeth_errors == 2`, `psn_dropped == 2`, `resp_dropped == 2`, and the
+/// READ is not disturbed. Kernel: the IB PSN window test of
+/// `handle_read_kdeth_eflags()`.
+#[test]
+fn flow_errors_the_eflags_path_drops_are_counted_each_time() {
+    let mut p = Pair::small(16, 8192, 7);
+    let (wr, resps) = p.serve(0, 2);
+    assert_eq!(resps.len(), 2);
+    let stray = forge_resp(&resps[1], |_, k, h| {
+        *k = FlowPsn::from_raw(k.raw().wrapping_add(3));
+        h.verbs_psn = Psn::new(0x500);
+    });
+    let at = p.give_requester(&[stray.clone(), stray]);
+    for a in &at {
+        assert_eq!(
+            seen(a),
+            (Some(RcvError::FlowSeq), Some(RespVerdict::Dropped))
+        );
+    }
+    let s = p.req_stats();
+    assert_eq!(s.kdeth_errors, 2);
+    assert_eq!(s.psn_dropped, 2);
+    assert_eq!(s.resp_dropped, 2);
+    assert_eq!(s.tid_dropped, 0);
+    assert_eq!(s.seq_restarts, 0, "nothing restarted");
+    p.give_requester(&resps);
+    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
+    assert_eq!(p.req_stats().resp_dropped, 2);
+    p.teardown_clean();
+}
+
+/// A READ_RESP taken in sequence whose IB PSN names no TID READ is
+/// counted (`no_request`) as it errors its QP: one such packet on each of
+/// two QPs gives `no_request == 2`. Kernel: the `ack_op_err` path of
+/// `hfi1_rc_rcv_tid_rdma_read_resp()` (`find_tid_request()` finding
+/// nothing).
+#[test]
+fn responses_for_no_request_are_counted_per_qp() {
+    let mut p = Pair::new(Setup {
+        qps: 2,
+        groups: 16,
+        seg_len: 4096,
+        tid_read_min: 8192,
+        ..Setup::default()
+    });
+    let a = p.post(0, 2);
+    let b = p.post(1, 2);
+    let reqs = p.send();
+    let resps = p.answer(&reqs);
+    for (q, wr) in [(0, a), (1, b)] {
+        let mine = common::for_qp(&resps, q);
+        assert_eq!(mine.len(), 2, "QP {q}: two one-page segments");
+        let bad = forge_resp(&mine[0], |_, _, h| h.verbs_psn = Psn::new(0x500));
+        let at = p.give_requester(&[bad]);
+        assert_eq!(seen(&at[0]).1, Some(RespVerdict::LostTrack));
+        assert_eq!(p.states(q).0, QpState::Error);
+        assert_eq!(p.done[q], [(wr, WcStatus::Flushed)]);
+    }
+    assert_eq!(p.req_stats().no_request, 2);
+    assert_eq!(p.held(), 0);
+    p.teardown_clean();
+}
