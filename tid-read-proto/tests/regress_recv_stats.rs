@@ -9,7 +9,8 @@
 
 mod common;
 
-use common::{Pair, forge_resp};
+use common::{Kind, Pair, forge_resp, kind};
+use hfi1_hal::flags::Kdeth0Flags;
 use hfi1_hal::sim::RcvError;
 use hfi1_hal::{FlowPsn, Psn};
 use tid_harness::world::{Arrival, AtRequester, Setup};
@@ -152,5 +153,97 @@ fn responses_for_no_request_are_counted_per_qp() {
     }
     assert_eq!(p.req_stats().no_request, 2);
     assert_eq!(p.held(), 0);
+    p.teardown_clean();
+}
+
+/// `p`, a suppressed READ_RESP, rebuilt with KDETH SH clear (so the chip
+/// hands it to software once it took it in sequence) and, if given, a
+/// different verbs PSN.
+fn unsuppressed(p: &[u8], verbs_psn: Option<Psn>) -> Vec<u8> {
+    forge_resp(p, |_, _, h| {
+        h.kdeth.kdeth0 = h.kdeth.kdeth0.with_flags(Kdeth0Flags::SH, false);
+        if let Some(v) = verbs_psn {
+            h.verbs_psn = v;
+        }
+    })
+}
+
+/// A READ_RESP that is not its segment's last, reaching software with a
+/// flow PSN other than the one software PSN checking expects next, is
+/// dropped and counted as a dropped response: the second and third
+/// packets of a four-packet segment, each delivered (SH clear) while
+/// software still expects the first, give `resp_dropped == 2`; the
+/// segment still completes at its last packet. Kernel: the
+/// `flow->flow_state.r_next_psn` test in
+/// `hfi1_rc_rcv_tid_rdma_read_resp()` for a packet that is not the
+/// segment's last.
+#[test]
+fn out_of_order_middle_packets_are_dropped_and_counted_each_time() {
+    let mut p = Pair::new(Setup {
+        seg_len: 16384,
+        tid_read_min: 8192,
+        ..Setup::default()
+    });
+    let (wr, resps) = p.serve(0, 4);
+    assert_eq!(resps.len(), 4, "one segment of four packets");
+    let at = p.give_requester(&[
+        resps[0].clone(),
+        unsuppressed(&resps[1], None),
+        unsuppressed(&resps[2], None),
+    ]);
+    assert_eq!(seen(&at[0]), (None, None), "suppressed");
+    for a in &at[1..] {
+        assert_eq!(seen(a), (None, Some(RespVerdict::Dropped)));
+    }
+    assert_eq!(p.req_stats().resp_dropped, 2);
+    let at = p.give_requester(&resps[3..]);
+    assert_eq!(seen(&at[0]), (None, Some(RespVerdict::Completed)));
+    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
+    assert_eq!(p.req_stats().resp_dropped, 2);
+    p.teardown_clean();
+}
+
+/// A READ_RESP that names a TID READ with no segment outstanding (the
+/// READ waits for RcvArray space behind the one being received) is
+/// dropped and counted as a dropped response, and the QP goes on: two
+/// such packets give `resp_dropped == 2`, and both READs complete.
+/// Kernel: the `!flow` case of `hfi1_rc_rcv_tid_rdma_read_resp()`
+/// (`req->clear_tail == req->setup_head`).
+#[test]
+fn responses_for_a_read_with_no_segment_set_up_are_dropped_and_counted() {
+    let mut p = Pair::new(Setup {
+        groups: 1,
+        seg_len: 32768,
+        tid_read_min: 8192,
+        ..Setup::default()
+    });
+    let a = p.post(0, 8);
+    let b = p.post(0, 4);
+    let reqs = p.send();
+    assert_eq!(reqs.len(), 1, "READ 2 waits for RcvArray space");
+    let resps = p.answer(&reqs);
+    assert_eq!(resps.len(), 8);
+    let Kind::TidResp(lpsn, true) = kind(&resps[7]) else {
+        panic!("READ 1's last packet");
+    };
+    // READ 2's first two IB PSNs, carried by READ 1's packets 2 and 3
+    // (their TIDs and flow PSNs valid: the chip takes them in sequence).
+    let stray = [
+        unsuppressed(&resps[1], Some(lpsn.add(1))),
+        unsuppressed(&resps[2], Some(lpsn.add(2))),
+    ];
+    p.give_requester(&resps[..1]);
+    let at = p.give_requester(&stray);
+    for a in &at {
+        assert_eq!(seen(a), (None, Some(RespVerdict::Dropped)));
+    }
+    assert_eq!(p.req_stats().resp_dropped, 2);
+    assert_eq!(p.req_stats().no_request, 0, "READ 2 was found");
+    let at = p.give_requester(&resps[3..]);
+    assert_eq!(seen(&at[4]), (None, Some(RespVerdict::Completed)));
+    assert_eq!(p.done[0], [(a, WcStatus::Success)]);
+    p.finish(0);
+    assert_eq!(p.done[0], [(a, WcStatus::Success), (b, WcStatus::Success)]);
+    assert_eq!(p.req_stats().resp_dropped, 2);
     p.teardown_clean();
 }
