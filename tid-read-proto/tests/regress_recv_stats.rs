@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{Kind, Pair, forge_resp, kind};
+use common::{Kind, Pair, for_qp, forge_resp, kind};
 use hfi1_hal::flags::Kdeth0Flags;
 use hfi1_hal::sim::RcvError;
 use hfi1_hal::{FlowPsn, Psn};
@@ -246,4 +246,100 @@ fn responses_for_a_read_with_no_segment_set_up_are_dropped_and_counted() {
     assert_eq!(p.done[0], [(a, WcStatus::Success), (b, WcStatus::Success)]);
     assert_eq!(p.req_stats().resp_dropped, 2);
     p.teardown_clean();
+}
+
+/// Two QPs, each with `reads` TID READs of two one-page segments
+/// posted, requested and answered; the responses per QP, not delivered.
+fn two_qps(reads: usize) -> (Pair, [Vec<Vec<u8>>; 2]) {
+    let mut p = Pair::new(Setup {
+        qps: 2,
+        groups: 16,
+        seg_len: 4096,
+        tid_read_min: 8192,
+        ..Setup::default()
+    });
+    for q in 0..2 {
+        for _ in 0..reads {
+            p.post(q, 2);
+        }
+    }
+    let reqs = p.send();
+    let resps = p.answer(&reqs);
+    let per = [for_qp(&resps, 0), for_qp(&resps, 1)];
+    for r in &per {
+        assert_eq!(r.len(), 2 * reads, "one-packet segments");
+    }
+    (p, per)
+}
+
+/// Runs the pair to the end, both QPs' retry timers expiring whenever
+/// nothing moves: every READ of both QPs completes
+/// successfully and nothing is left held.
+fn finish_both(mut p: Pair, reads: usize) {
+    for _ in 0..32 {
+        p.run(|_| true);
+        if p.n.outstanding() == 0 {
+            break;
+        }
+        // A restarted QP may wait for its retry timer.
+        p.expire(0);
+        p.expire(1);
+    }
+    for q in 0..2 {
+        assert_eq!(p.done[q].len(), reads, "QP {q}");
+        assert!(
+            p.done[q].iter().all(|d| d.1 == WcStatus::Success),
+            "QP {q}: {:?} {:?}",
+            p.done[q],
+            p.req_stats()
+        );
+    }
+    p.teardown_clean();
+}
+
+/// A segment's last packet that names a later READ than the oldest
+/// unfinished one (the earlier READ's response was lost) asks for a
+/// restart and is dropped, counted as a dropped response: once on each of
+/// two QPs gives `resp_dropped == 2`, and every READ then completes.
+/// Kernel: the `i != qp->s_acked` restart of
+/// `hfi1_rc_rcv_tid_rdma_read_resp()` (through `do_rc_ack()`).
+#[test]
+fn last_packets_of_a_later_read_are_dropped_and_counted() {
+    let (mut p, per) = two_qps(2);
+    for r in &per {
+        let Kind::TidResp(later, true) = kind(&r[2]) else {
+            panic!("READ 2's first segment's last packet");
+        };
+        // In sequence for the chip (READ 1's first packet), naming
+        // READ 2's first segment for software.
+        let stray = forge_resp(&r[0], |_, _, h| h.verbs_psn = later);
+        let at = p.give_requester(&[stray]);
+        assert_eq!(seen(&at[0]), (None, Some(RespVerdict::Dropped)));
+    }
+    let s = p.req_stats();
+    assert_eq!(s.resp_dropped, 2);
+    assert_eq!(s.no_request, 0);
+    assert_eq!(s.segments_done, 0, "nothing completed");
+    finish_both(p, 2);
+}
+
+/// A segment's last packet whose AETH is a NAK acts as that NAK and is
+/// dropped, counted as a dropped response (the segment keeps its TIDs):
+/// once on each of two QPs, each with one TID READ, gives
+/// `resp_dropped == 2`, and both READs then complete. A deviation from 6.1 (the requester module's list), which
+/// frees the segment's TIDs before `do_rc_ack()` in
+/// `hfi1_rc_rcv_tid_rdma_read_resp()`.
+#[test]
+fn last_packets_carrying_a_nak_are_dropped_and_counted() {
+    let (mut p, per) = two_qps(1);
+    for r in &per {
+        // A PSN sequence NAK for the packet's own PSN.
+        let nak = forge_resp(&r[0], |_, _, h| h.aeth.syndrome = 0x60);
+        let at = p.give_requester(&[nak]);
+        assert_eq!(seen(&at[0]), (None, Some(RespVerdict::Dropped)));
+    }
+    let s = p.req_stats();
+    assert_eq!(s.resp_dropped, 2);
+    assert_eq!(s.segments_done, 0, "the segment kept");
+    finish_both(p, 1);
 }
