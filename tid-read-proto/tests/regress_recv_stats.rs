@@ -343,3 +343,46 @@ fn last_packets_carrying_a_nak_are_dropped_and_counted() {
     assert_eq!(s.segments_done, 0, "the segment kept");
     finish_both(p, 1);
 }
+
+/// The KDETH error path's IB PSN window starts at `s_last_psn` itself: a
+/// stale-generation READ_RESP whose IB PSN is the last one acknowledged
+/// is inside it and dropped as stale (`stale_dropped`), one PSN earlier is
+/// outside it (`psn_dropped`); two of the first and one of the second
+/// give `stale_dropped == 2`, `psn_dropped == 1`, and the READ completes.
+/// Kernel: `cmp_psn(ibpsn, qp->s_last_psn) < 0` in
+/// `handle_read_kdeth_eflags()`.
+///
+/// Fails with the window shut at `s_last_psn` (checked: `<= 0`): the two
+/// packets at it are counted `psn_dropped` too.
+#[test]
+fn the_eflags_window_starts_at_the_last_psn_acknowledged() {
+    let mut p = Pair::small(16, 8192, 7);
+    let (wr, resps) = p.serve(0, 2);
+    assert_eq!(resps.len(), 2);
+    let Kind::TidResp(first, true) = kind(&resps[0]) else {
+        panic!("segment 1's last packet");
+    };
+    let at = p.give_requester(&resps[..1]);
+    assert_eq!(seen(&at[0]), (None, Some(RespVerdict::Completed)));
+    // Segment 1 acknowledged: `s_last_psn` is its PSN.
+    let stale = |ipsn: Psn| {
+        forge_resp(&resps[1], |_, k, h| {
+            *k = FlowPsn::new(k.generation().next(), k.seq());
+            h.verbs_psn = ipsn;
+        })
+    };
+    let at = p.give_requester(&[stale(first), stale(first), stale(first.sub(1))]);
+    for a in &at {
+        assert_eq!(
+            seen(a),
+            (Some(RcvError::FlowGen), Some(RespVerdict::Dropped))
+        );
+    }
+    let s = p.req_stats();
+    assert_eq!(s.stale_dropped, 2, "at s_last_psn: inside the window");
+    assert_eq!(s.psn_dropped, 1, "before it: outside");
+    assert_eq!(s.seq_restarts, 0);
+    p.give_requester(&resps[1..]);
+    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
+    p.teardown_clean();
+}
