@@ -17,13 +17,15 @@ use tid_read_proto::rc::WcStatus;
 /// The scenario: QP A (0) holds the whole context with a one-segment TID
 /// READ, then posts a plain READ and a second TID READ, which the
 /// interlock holds back until the plain READ is acknowledged; QP B (1)
-/// waits on the RcvArray queue. Returns the pair, the responses to A's
-/// first two requests, and the `wr_id`s (A's three, B's one).
-fn holder_and_waiter() -> (Pair, Vec<Vec<u8>>, [u64; 4]) {
+/// waits on the RcvArray queue. With `seg_len` under 32 KiB A's first
+/// READ is several segments, set up at once. Returns the pair, the
+/// responses to A's first requests, and the `wr_id`s (A's three, B's
+/// one).
+fn holder_and_waiter(seg_len: u32) -> (Pair, Vec<Vec<u8>>, [u64; 4]) {
     let mut p = Pair::new(Setup {
         qps: 2,
         groups: 1,
-        seg_len: 32768,
+        seg_len,
         tid_read_min: 8192,
         ..Setup::default()
     });
@@ -33,8 +35,11 @@ fn holder_and_waiter() -> (Pair, Vec<Vec<u8>>, [u64; 4]) {
     let b = p.post(1, 4);
     let reqs = p.send();
     let kinds: Vec<_> = reqs.iter().map(|r| kind(r)).collect();
+    let segs = (32768 / seg_len) as usize;
     assert!(
-        matches!(kinds[..], [Kind::TidReq(_), Kind::PlainReq(_)]),
+        kinds.len() == segs + 1
+            && kinds[..segs].iter().all(|k| matches!(k, Kind::TidReq(_)))
+            && matches!(kinds[segs], Kind::PlainReq(_)),
         "A's TID READ takes every entry, its plain READ follows, its second \
          TID READ waits behind it, B waits for RcvArray space: {kinds:?}"
     );
@@ -59,7 +64,7 @@ fn holder_and_waiter() -> (Pair, Vec<Vec<u8>>, [u64; 4]) {
 /// `drain_regenerations` stays 0.
 #[test]
 fn a_waiter_on_the_rcvarray_queue_gets_the_holders_quarantine() {
-    let (mut p, resps, [a1, a2, a3, b]) = holder_and_waiter();
+    let (mut p, resps, [a1, a2, a3, b]) = holder_and_waiter(32768);
     let (tid, plain): (Vec<_>, Vec<_>) = resps
         .into_iter()
         .partition(|r| matches!(kind(r), Kind::TidResp(..)));
@@ -76,6 +81,50 @@ fn a_waiter_on_the_rcvarray_queue_gets_the_holders_quarantine() {
         next.iter().map(|r| kind(r)).collect::<Vec<_>>()
     );
     assert_eq!(for_qp(&next, 0).len(), 0, "A's second TID READ still waits");
+    p.give_requester(&plain);
+    let rb = p.answer(&next);
+    p.give_requester(&rb);
+    p.finish(0);
+    assert_eq!(
+        p.done[0],
+        [
+            (a1, WcStatus::Success),
+            (a2, WcStatus::Success),
+            (a3, WcStatus::Success)
+        ]
+    );
+    assert_eq!(p.done[1], [(b, WcStatus::Success)]);
+    p.teardown_clean();
+}
+
+/// While the holder still has a segment set up its quarantine stays: the
+/// flow cannot move to a fresh generation under a live segment, so after
+/// the first of A's two segments completes B still waits and nothing is
+/// regenerated; B is served at the next send after A's second segment
+/// completes (A's READ done, its next TID READ still held back).
+///
+/// Fails with the set-up segments not looked at (checked): A's entries
+/// are released after its first segment.
+#[test]
+fn a_holder_with_a_segment_set_up_keeps_its_quarantine() {
+    let (mut p, resps, [a1, a2, a3, b]) = holder_and_waiter(16384);
+    let (tid, plain): (Vec<_>, Vec<_>) = resps
+        .into_iter()
+        .partition(|r| matches!(kind(r), Kind::TidResp(..)));
+    assert_eq!(tid.len(), 8, "two segments of four packets");
+    p.give_requester(&tid[..4]);
+    assert!(p.done[0].is_empty());
+    assert_eq!(p.requester(0, |r| r.quarantined_entries()), 4);
+    assert_eq!(p.req_stats().drain_regenerations, 0);
+    assert_eq!(p.send().len(), 0, "B still waits");
+    p.give_requester(&tid[4..]);
+    assert_eq!(p.done[0], [(a1, WcStatus::Success)]);
+    assert_eq!(p.req_stats().drain_regenerations, 1);
+    let next = p.send();
+    assert!(
+        matches!(for_qp(&next, 1)[..], [ref r] if matches!(kind(r), Kind::TidReq(_))),
+        "B requests its READ now"
+    );
     p.give_requester(&plain);
     let rb = p.answer(&next);
     p.give_requester(&rb);
