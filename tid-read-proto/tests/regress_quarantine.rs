@@ -12,6 +12,7 @@ mod common;
 
 use common::{Kind, Pair, for_qp, kind};
 use tid_harness::world::Setup;
+use tid_read_proto::packet::{self, Parsed};
 use tid_read_proto::rc::WcStatus;
 
 /// The scenario: QP A (0) holds the whole context with a one-segment TID
@@ -138,5 +139,73 @@ fn a_holder_with_a_segment_set_up_keeps_its_quarantine() {
         ]
     );
     assert_eq!(p.done[1], [(b, WcStatus::Success)]);
+    p.teardown_clean();
+}
+
+/// The flow generation a TID READ_REQ names.
+fn generation(p: &[u8]) -> hfi1_hal::Generation {
+    match packet::parse(p).unwrap().1 {
+        Parsed::ReadReq { hdr, .. } => hdr.flow_psn.generation(),
+        _ => panic!("not a TID READ_REQ"),
+    }
+}
+
+/// With nobody waiting for RcvArray space the holder's quarantine stays
+/// and its flow keeps its generation: A's second TID READ, which fits in
+/// the entries left free, is requested in the same generation as the
+/// first, and no regeneration is counted. Kernel: the flow's generation
+/// moves only when it is released (`hfi1_kern_clear_hw_flow()`); the
+/// drain is this engine's, for a waiter only.
+///
+/// Fails with the drain run without a waiter (checked: the queue's
+/// length tested `>= 0`): the second READ_REQ names the next generation.
+#[test]
+fn without_a_waiter_the_flow_keeps_its_generation() {
+    let mut p = Pair::new(Setup {
+        groups: 2,
+        seg_len: 32768,
+        tid_read_min: 8192,
+        ..Setup::default()
+    });
+    let a1 = p.post(0, 8);
+    let a2 = p.post(0, 1);
+    let a3 = p.post(0, 2);
+    let reqs = p.send();
+    let kinds: Vec<_> = reqs.iter().map(|r| kind(r)).collect();
+    assert!(
+        matches!(kinds[..], [Kind::TidReq(_), Kind::PlainReq(_)]),
+        "the second TID READ waits behind the plain READ: {kinds:?}"
+    );
+    let first = generation(&reqs[0]);
+    let resps = p.answer(&reqs);
+    let (tid, plain): (Vec<_>, Vec<_>) = resps
+        .into_iter()
+        .partition(|r| matches!(kind(r), Kind::TidResp(..)));
+    p.give_requester(&tid);
+    assert_eq!(p.done[0], [(a1, WcStatus::Success)]);
+    assert_eq!(p.requester(0, |r| r.quarantined_entries()), 8);
+    p.give_requester(&plain);
+    let next = p.send();
+    assert!(
+        matches!(next[..], [ref r] if matches!(kind(r), Kind::TidReq(_))),
+        "the second TID READ goes"
+    );
+    assert_eq!(generation(&next[0]), first);
+    assert_eq!(p.req_stats().drain_regenerations, 0);
+    let r = p.answer(&next);
+    p.give_requester(&r);
+    assert_eq!(
+        p.done[0],
+        [
+            (a1, WcStatus::Success),
+            (a2, WcStatus::Success),
+            (a3, WcStatus::Success)
+        ]
+    );
+    assert_eq!(
+        p.held(),
+        0,
+        "flow and quarantine released with the last READ"
+    );
     p.teardown_clean();
 }
