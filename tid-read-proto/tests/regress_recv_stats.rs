@@ -386,3 +386,88 @@ fn the_eflags_window_starts_at_the_last_psn_acknowledged() {
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();
 }
+
+/// A flagged READ_RESP inside the IB PSN window for a QP with no READ
+/// outstanding is dropped before it is classified: two stale-generation
+/// copies of a completed READ's last packet give `resp_dropped == 2` and
+/// neither `stale_dropped` nor `seq_errors` moves (they count packets
+/// that met a READ). Kernel: the `qp->s_acked == qp->s_tail` test of
+/// `handle_read_kdeth_eflags()`.
+#[test]
+fn flagged_packets_with_nothing_outstanding_are_dropped_unclassified() {
+    let mut p = Pair::small(16, 8192, 7);
+    let (wr, resps) = p.serve(0, 2);
+    assert_eq!(resps.len(), 2);
+    let Kind::TidResp(last, true) = kind(&resps[1]) else {
+        panic!("segment 2's last packet");
+    };
+    p.give_requester(&resps);
+    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
+    let stale = forge_resp(&resps[1], |_, k, _| {
+        *k = FlowPsn::new(k.generation().next(), k.seq());
+    });
+    let at = p.give_requester(&[stale.clone(), stale]);
+    for a in &at {
+        assert_eq!(
+            seen(a),
+            (Some(RcvError::FlowGen), Some(RespVerdict::Dropped))
+        );
+    }
+    let s = p.req_stats();
+    assert_eq!(s.kdeth_errors, 2);
+    assert_eq!(s.resp_dropped, 2);
+    assert_eq!(s.psn_dropped, 0, "IB PSN {last:?} is inside the window");
+    assert_eq!(s.stale_dropped, 0);
+    assert_eq!(s.seq_errors, 0);
+    p.teardown_clean();
+}
+
+/// A flagged READ_RESP of a later READ than the oldest unfinished one
+/// (the oldest READ's response was lost) restarts the oldest READ: a
+/// stale-generation packet naming READ 2 is dropped as stale and READ 1's
+/// first segment is requested again at the next send; both READs
+/// complete. The restart moves `s_psn` back, so a second such packet is
+/// then outside the IB PSN window.
+/// Kernel: the `cmp_psn(ack_psn, wqe->lpsn) >= 0` test under
+/// `HFI1_R_RDMAR_SEQ` in `handle_read_kdeth_eflags()`
+/// (`restart_tid_rdma_read_req()`).
+#[test]
+fn a_flagged_packet_of_a_later_read_restarts_the_oldest_once() {
+    let mut p = Pair::small(16, 8192, 7);
+    let a = p.post(0, 2);
+    let b = p.post(0, 2);
+    let reqs = p.send();
+    assert_eq!(reqs.len(), 4, "both READs' segments requested");
+    let Kind::TidReq(first) = kind(&reqs[0]) else {
+        panic!("READ 1's first READ_REQ");
+    };
+    let resps = p.answer(&reqs);
+    assert_eq!(resps.len(), 4);
+    let Kind::TidResp(later, true) = kind(&resps[2]) else {
+        panic!("READ 2's first segment's last packet");
+    };
+    let stale = forge_resp(&resps[2], |_, k, _| {
+        *k = FlowPsn::new(k.generation().next(), k.seq());
+    });
+    let at = p.give_requester(&[stale.clone(), stale]);
+    for a in &at {
+        assert_eq!(
+            seen(a),
+            (Some(RcvError::FlowGen), Some(RespVerdict::Dropped))
+        );
+    }
+    let s = p.req_stats();
+    assert_eq!(s.seq_restarts, 1, "READ 1 restarted");
+    assert_eq!(s.stale_dropped, 1, "IB PSN {later:?} inside the window");
+    assert_eq!(s.psn_dropped, 1, "and outside it after the restart");
+    let again = p.send();
+    assert_eq!(
+        again.first().map(|r| kind(r)),
+        Some(Kind::TidReq(first)),
+        "READ 1 requested again"
+    );
+    p.give_responder(&again);
+    p.finish(0);
+    assert_eq!(p.done[0], [(a, WcStatus::Success), (b, WcStatus::Success)]);
+    p.teardown_clean();
+}
