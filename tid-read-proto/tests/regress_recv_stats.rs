@@ -471,3 +471,47 @@ fn a_flagged_packet_of_a_later_read_restarts_the_oldest_once() {
     assert_eq!(p.done[0], [(a, WcStatus::Success), (b, WcStatus::Success)]);
     p.teardown_clean();
 }
+
+/// The KDETH error path's IB PSN window ends at `s_psn` itself (the next
+/// PSN the requester would send): with both segments of a READ requested,
+/// a stale-generation packet one PSN past the window is dropped as out of
+/// it (`psn_dropped`), one at `s_psn` is inside: its IB PSN is past the
+/// oldest READ, so that READ's response counts as lost and it is
+/// restarted (`seq_restarts == 1`), the packet dropped as stale. The READ
+/// then completes. Kernel: `cmp_psn(ibpsn, qp->s_psn) > 0` in
+/// `handle_read_kdeth_eflags()`.
+///
+/// Fails with the window shut at `s_psn` (checked: `>= 0`): the packet at
+/// it is dropped out of window and nothing is restarted.
+#[test]
+fn the_eflags_window_ends_at_s_psn() {
+    let mut p = Pair::small(16, 8192, 7);
+    let (wr, resps) = p.serve(0, 2);
+    assert_eq!(resps.len(), 2);
+    let Kind::TidResp(last, true) = kind(&resps[1]) else {
+        panic!("segment 2's last packet");
+    };
+    let stale = |ipsn: Psn| {
+        forge_resp(&resps[1], |_, k, h| {
+            *k = FlowPsn::new(k.generation().next(), k.seq());
+            h.verbs_psn = ipsn;
+        })
+    };
+    let at = p.give_requester(&[stale(last.add(2))]);
+    assert_eq!(
+        seen(&at[0]),
+        (Some(RcvError::FlowGen), Some(RespVerdict::Dropped))
+    );
+    let s = p.req_stats();
+    assert_eq!((s.psn_dropped, s.stale_dropped, s.seq_restarts), (1, 0, 0));
+    let at = p.give_requester(&[stale(last.add(1))]);
+    assert_eq!(
+        seen(&at[0]),
+        (Some(RcvError::FlowGen), Some(RespVerdict::Dropped))
+    );
+    let s = p.req_stats();
+    assert_eq!((s.psn_dropped, s.stale_dropped, s.seq_restarts), (1, 1, 1));
+    p.finish(0);
+    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
+    p.teardown_clean();
+}
