@@ -515,3 +515,53 @@ fn the_eflags_window_ends_at_s_psn() {
     assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
     p.teardown_clean();
 }
+
+/// At the first flow sequence error of an episode software PSN checking
+/// starts where the chip's flow stands when the chip has not taken the
+/// whole segment: segment 1's last packet lost, segment 2's packets are
+/// ahead; the restart sends segment 1 again, and its first three packets,
+/// behind the chip (which waits for packet 4), are dropped, not counted
+/// as advancing software's checking; its last packet completes it and
+/// the READ completes. Kernel: `read_r_next_psn()` in
+/// `handle_read_kdeth_eflags()`.
+///
+/// Fails with a chip standing at the segment's last packet taken as past
+/// the segment (checked: `>=`): software expects the first packet, and
+/// the three resent packets are counted.
+#[test]
+fn first_sequence_error_starts_from_the_chips_flow() {
+    let mut p = Pair::new(Setup {
+        seg_len: 16384,
+        tid_read_min: 8192,
+        ..Setup::default()
+    });
+    let (wr, resps) = p.serve(0, 8);
+    assert_eq!(resps.len(), 8, "two segments of four packets");
+    // Segment 1's last packet is lost.
+    let mut at = p.give_requester(&resps[..3]);
+    at.extend(p.give_requester(&resps[4..]));
+    assert!(
+        at[3..]
+            .iter()
+            .all(|a| seen(a) == (Some(RcvError::FlowSeq), Some(RespVerdict::Dropped))),
+        "segment 2 is ahead of the chip's flow"
+    );
+    assert_eq!(p.req_stats().seq_restarts, 1);
+    let again = p.send();
+    assert!(!again.is_empty(), "segment 1 requested again");
+    let r = p.answer(&again);
+    let first = &r[..4];
+    let at = p.give_requester(first);
+    for a in &at[..3] {
+        assert_eq!(
+            seen(a),
+            (Some(RcvError::FlowSeq), Some(RespVerdict::Dropped)),
+            "behind the chip's flow"
+        );
+    }
+    assert_eq!(seen(&at[3]), (None, Some(RespVerdict::Completed)));
+    p.give_requester(&r[4..]);
+    p.finish(0);
+    assert_eq!(p.done[0], [(wr, WcStatus::Success)]);
+    p.teardown_clean();
+}
