@@ -314,6 +314,86 @@ impl World {
     fn held(&self) -> (usize, usize) {
         (self.rcd.mem.live_allocations(), self.qp.live_refs())
     }
+
+    /// The requester's `s_last_psn` and work requests not completed.
+    fn last_psn_and_outstanding(&self) -> (u32, u32) {
+        let mut root = LockToken::root();
+        let g = self.qp.s_lock.lock(&mut root);
+        let r = &g.ext.requester;
+        (r.last_psn().get(), r.outstanding())
+    }
+}
+
+/// The TID ACK of a one-segment TID WRITE's last packet completes it,
+/// successfully and with its byte count, and nothing is left outstanding.
+/// Kernel: `hfi1_rc_rcv_tid_rdma_ack()` → `do_rc_completion()`.
+#[test]
+fn a_tid_write_completes_with_its_tid_ack() {
+    let mut w = world();
+    let src = w.source(0x1000, SEG, REMOTE);
+    w.post_write(1, REMOTE, &src);
+    assert_eq!(w.first_leg().len(), 1, "the WRITE_REQ");
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    assert_eq!(w.second_leg().len(), 64);
+    assert_eq!(w.poll(), None, "not before its TID ACK");
+    assert!(matches!(
+        w.tid_ack(7, 63, false),
+        TidAckVerdict::Acked { completed: 1, .. }
+    ));
+    assert_eq!(
+        w.poll(),
+        Some(Completion {
+            wr_id: 1,
+            length: SEG,
+            status: WcStatus::Success
+        })
+    );
+    assert_eq!(w.last_psn_and_outstanding(), (7, 0));
+}
+
+/// Two one-segment TID WRITEs (IB PSNs 7 and 8) with both WRITE_RESPs
+/// taken: `s_last_psn` is 8. The first WRITE's TID ACK then completes it,
+/// leaving the second (and only it) outstanding, without moving
+/// `s_last_psn` back to its own last PSN (7), which would take a
+/// duplicate of the second WRITE_RESP for a new one; the second's TID ACK
+/// completes it. Kernel: `do_rc_completion()` moves `s_acked` one on
+/// (`s_cur` is past it) and `s_last_psn` only for a request that is not a
+/// TID WRITE (whose TID ACKs come after later requests' WRITE_RESPs).
+#[test]
+fn a_tid_writes_completion_does_not_move_s_last_psn_back() {
+    let mut w = world();
+    let first = w.source(0x1000, SEG, REMOTE);
+    let second = w.source(0x3000, SEG, REMOTE + u64::from(SEG));
+    w.post_write(1, REMOTE, &first);
+    w.post_write(2, REMOTE + u64::from(SEG), &second);
+    assert_eq!(w.first_leg().len(), 2, "both WRITE_REQs");
+    assert_eq!(w.write_resp(7, 0, &entries(0)), WriteRespVerdict::Taken);
+    assert_eq!(w.write_resp(8, 64, &entries(64)), WriteRespVerdict::Taken);
+    assert_eq!(w.second_leg().len(), 128);
+    assert_eq!(w.last_psn_and_outstanding(), (8, 2));
+    assert!(matches!(
+        w.tid_ack(7, 63, false),
+        TidAckVerdict::Acked { completed: 1, .. }
+    ));
+    assert_eq!(w.last_psn_and_outstanding(), (8, 1), "s_last_psn kept");
+    assert_eq!(
+        w.poll().map(|c| (c.wr_id, c.status)),
+        Some((1, WcStatus::Success))
+    );
+    assert_eq!(
+        w.write_resp(8, 64, &entries(64)),
+        WriteRespVerdict::Dropped,
+        "a duplicate"
+    );
+    assert!(matches!(
+        w.tid_ack(8, 127, false),
+        TidAckVerdict::Acked { completed: 1, .. }
+    ));
+    assert_eq!(
+        w.poll().map(|c| (c.wr_id, c.status)),
+        Some((2, WcStatus::Success))
+    );
+    assert_eq!(w.last_psn_and_outstanding(), (8, 0));
 }
 
 /// The RESYNC ACK into `newest` of a two-segment WRITE whose responder
