@@ -307,6 +307,14 @@ fn replay(open: bool) -> usize {
 ///   flags, with no timer left: the four posts behind never went. The
 ///   restart now clears the wait flags with nothing outstanding, as 6.1's
 ///   `hfi1_restart_rc()` does.
+/// - `write_pair/read-near-psn-wrap-seq-restart-spends-a-retry` (one QP,
+///   first PSN 0x7ffffff8; the kernel's own behaviour, kept): seven early
+///   retry expiries re-requested a one-segment TID READ, a response to an
+///   earlier request then met the chip's moved-on flow, and the
+///   sequence-error restart spent the eighth retry, as 6.1's
+///   `restart_tid_rdma_read_req()` does through `hfi1_restart_rc()`: the
+///   READ ends `RETRY_EXC_ERR` with seven faults. The interpreter now
+///   counts such restarts against the budget.
 /// - `responder_rx/forged-read-longer-than-the-region`: a mutated RDMA
 ///   READ of 3.9 GB (the fuzz world's READ region,
 ///   `FUZZ_REGION_LEN`, is 1 MiB, so it is NAKed at once; with 4 GiB it

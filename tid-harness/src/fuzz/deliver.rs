@@ -244,13 +244,28 @@ impl World {
         })
     }
 
+    /// How many sequence-error restarts requester `i` made (see
+    /// [`Self::kernel_allows`]); 0 if there is no such QP.
+    fn seq_restarts(&self, i: usize) -> u64 {
+        let Some(qp) = self.nodes.requesters.get(i) else {
+            return 0;
+        };
+        let mut root = LockToken::root();
+        let g = qp.s_lock.lock(&mut root);
+        g.ext.requester.stats.seq_restarts
+    }
+
     /// Whether the kernel lets QP `i`'s oldest unfinished request end with
     /// `status` when only real packets are on the wire:
     ///
     /// - flushed: always (a teardown, or behind an error);
     /// - retry exceeded: once the schedule injected more faults than the
-    ///   retry budget (a correct engine spends at most one retry per fault
-    ///   before it makes progress again), or after the failure below;
+    ///   retry budget less requester `i`'s sequence-error restarts (a
+    ///   correct engine spends at most one retry per fault before it makes
+    ///   progress again, but a fault that costs an expiry can also bring a
+    ///   late response that the chip's moved-on flow flags, and 6.1's
+    ///   `restart_tid_rdma_read_req()` spends a retry on that restart too,
+    ///   through `hfi1_restart_rc()`), or after the failure below;
     /// - remote operational error (a TID READ_REQ) or invalid request (a
     ///   plain READ): only after the responder refused a request as "ack
     ///   queue full" while the slot it needed held an entry re-armed by a
@@ -293,7 +308,7 @@ impl World {
             WcStatus::Flushed => true,
             WcStatus::RetryExceeded => {
                 queue
-                    || self.faults > u64::from(self.cfg.retry_cnt)
+                    || self.faults + self.seq_restarts(i) > u64::from(self.cfg.retry_cnt)
                     || self.pointer_skipped(i)
                     || self.empty_write_req(i)
             }
